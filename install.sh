@@ -1,0 +1,74 @@
+#!/usr/bin/env bash
+# The one install script. The README's two commands, .ci/run, binder/postBuild and the Dockerfile
+# all call it. It installs Debian packages, the Python environment (exact pins) and the
+# per-DSL requirements discovered under toolchains/*/; it is idempotent and fast when nothing changed.
+#
+#   DSLBENCH_VENV    where the Python environment lives (default: .venv in the repository;
+#                    "system" installs into the current interpreter, as on Binder and in Docker)
+#   DSLBENCH_WHEELS  cache of locally built wheels (default: ~/.cache/dslbench/wheels), so that
+#                    llama-cpp-python (a source build of ~8 minutes) compiles once per machine
+#   --no-apt         skip Debian packages (Binder installs binder/apt.txt itself)
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+VENV="${DSLBENCH_VENV:-$ROOT/.venv}"
+WHEELS="${DSLBENCH_WHEELS:-$HOME/.cache/dslbench/wheels}"
+PYTHON="${PYTHON:-python3}"
+WITH_APT=1
+[ "${1:-}" = "--no-apt" ] && WITH_APT=0
+say() { echo "[install] $*" >&2; }
+
+# --- Debian packages ------------------------------------------------------------------------------
+apt_list() { cat "$ROOT/apt.txt" "$ROOT"/toolchains/*/apt.txt 2>/dev/null | sed 's/#.*//' | xargs -n1 | sort -u; }
+if [ "$WITH_APT" = 1 ]; then
+  missing=()
+  for pkg in $(apt_list); do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || missing+=("$pkg")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    say "apt: ${missing[*]}"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  fi
+fi
+
+# --- Python environment ---------------------------------------------------------------------------
+if [ "$VENV" = "system" ]; then
+  PY="$PYTHON"
+  STAMP="$HOME/.cache/dslbench/system-install.stamp"
+else
+  [ -x "$VENV/bin/python" ] || { say "creating $VENV"; "$PYTHON" -m venv "$VENV"; }
+  PY="$VENV/bin/python"
+  STAMP="$VENV/.dslbench-install.stamp"
+fi
+reqs=("$ROOT/requirements.txt")
+for f in "$ROOT"/toolchains/*/requirements.txt; do [ -f "$f" ] && reqs+=("$f"); done
+digest=$(cat "$0" "${reqs[@]}" "$ROOT/lib/pyproject.toml" | sha256sum | cut -d' ' -f1)
+if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$digest" ]; then
+  say "Python environment up to date ($PY)"
+else
+  "$PY" -m pip install -q --upgrade pip wheel setuptools
+  # llama-cpp-python ships only as source: build its wheel once per machine and keep it.
+  llama=$(grep -h '^llama-cpp-python==' "${reqs[@]}" | head -1)
+  mkdir -p "$WHEELS"
+  if ! ls "$WHEELS"/llama_cpp_python-"${llama#*==}"-*.whl >/dev/null 2>&1; then
+    say "building $llama (once per machine, several minutes on 2 cores)"
+    "$PY" -m pip wheel -q --no-deps -w "$WHEELS" "$llama"
+  fi
+  req_args=(); for f in "${reqs[@]}"; do req_args+=(-r "$f"); done
+  say "pip install ${reqs[*]##"$ROOT"/}"
+  "$PY" -m pip install -q --find-links "$WHEELS" "${req_args[@]}" -e "$ROOT/lib"
+  mkdir -p "$(dirname "$STAMP")"
+  echo "$digest" > "$STAMP"
+fi
+
+# --- npm packages of DSLs that declare them ------------------------------------------------------
+for pkg in "$ROOT"/toolchains/*/package.json; do
+  [ -f "$pkg" ] || continue
+  dir=$(dirname "$pkg")
+  if [ ! -d "$dir/node_modules" ] || [ "$pkg" -nt "$dir/node_modules" ]; then
+    say "npm: $(basename "$dir")"
+    (cd "$dir" && npm install --no-audit --no-fund --silent && touch node_modules)
+  fi
+done
+say "done"

@@ -1,0 +1,133 @@
+"""The `dslbench` command: doctor, generate, validate, report, selfcheck, pipeline."""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from .paths import runs_dir
+
+
+def _common(p: argparse.ArgumentParser, run=True):
+    if run:
+        p.add_argument("--run", default=str(runs_dir() / "default"), help="run directory (default: runs/default)")
+    p.add_argument("--dsl", action="append", default=[], help="restrict to this DSL (repeatable; default: all)")
+    p.add_argument("--executor", default=None, help="process (default), thread, dask-local or tcp://scheduler:8786")
+    p.add_argument("--workers", type=int, default=None)
+    p.add_argument("--no-progress", action="store_true")
+
+
+def cmd_doctor(args) -> int:
+    from .pipeline import doctor
+    df = doctor()
+    if args.json:
+        print(json.dumps({"sandbox": df.attrs["sandbox"], "toolchains": df.to_dict("records")}, indent=2))
+    else:
+        print(f"sandbox: {df.attrs['sandbox']}")
+        print(df.to_string(index=False))
+    return 0
+
+
+def cmd_generate(args) -> int:
+    from .pipeline import run_generation
+    params = json.loads(args.params) if args.params else None
+    summary = run_generation(args.run, args.dsl, args.model, args.limit, args.samples, args.method, params,
+                             args.executor, args.workers, args.cache, progress=not args.no_progress)
+    print(summary.to_string(index=False) if not summary.empty else "no generations")
+    return 0
+
+
+def cmd_validate(args) -> int:
+    from .pipeline import pass_rates, run_validation
+    table = run_validation(args.run, args.dsl, args.executor, args.workers, progress=not args.no_progress)
+    print(pass_rates(table).to_string(index=False) if not table.empty else "no verdicts")
+    return 0
+
+
+def cmd_report(args) -> int:
+    from .pipeline import pass_rates
+    from .store import RunStore
+    store = RunStore(args.run)
+    paths = store.export()
+    table = store.verdict_table()
+    print(pass_rates(table).to_string(index=False) if not table.empty else "no verdicts")
+    for name, path in paths.items():
+        print(f"{name}: {path}")
+    return 0
+
+
+def cmd_selfcheck(args) -> int:
+    from .pipeline import selfcheck
+    df = selfcheck(args.dsl, args.executor, args.workers, progress=not args.no_progress)
+    bad = df[df["ok"] == False]  # noqa: E712 (None = unavailable, not judged)
+    summary = df.groupby(["dsl", "program"]).agg(programs=("ok", "size"), ok=("ok", lambda s: int((s == True).sum())))  # noqa: E712
+    print(summary.to_string())
+    if len(bad):
+        print("\nPrograms that did not get the verdict they must get:")
+        print(bad[["dsl", "task_id", "program", "index", "syntax", "semantic", "syntax_diagnostics",
+                   "semantic_diagnostics"]].to_string(index=False))
+    return 1 if len(bad) else 0
+
+
+def cmd_pipeline(args) -> int:
+    from .notebooks import run_pipeline
+    executed = run_pipeline(args.run, dsls=args.dsl, models=args.model, limit=args.limit,
+                            executor=args.executor, stages=args.stage)
+    print("executed notebooks:\n  " + "\n  ".join(map(str, executed)))
+    return cmd_report(args)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="dslbench", description="DSL-Bench: LLM code generation across DSLs")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("doctor", help="which DSL toolchains are available here, with versions")
+    p.add_argument("--json", action="store_true")
+    p.set_defaults(fn=cmd_doctor)
+
+    p = sub.add_parser("generate", help="generate model outputs for tasks (resumable)")
+    _common(p)
+    p.add_argument("--model", action="append", default=[], help="registry name or litellm string (repeatable)")
+    p.add_argument("--limit", type=int, default=None, help="first N tasks per DSL")
+    p.add_argument("--samples", type=int, default=1)
+    p.add_argument("--method", default="baseline")
+    p.add_argument("--params", default=None, help='decoding parameters as JSON, e.g. {"max_tokens": 256}')
+    p.add_argument("--cache", default=None, help="generation cache directory")
+    p.set_defaults(fn=cmd_generate)
+
+    p = sub.add_parser("validate", help="validate the run's generations (resumable)")
+    _common(p)
+    p.set_defaults(fn=cmd_validate)
+
+    p = sub.add_parser("report", help="export Parquet tables and print pass rates")
+    p.add_argument("--run", default=str(runs_dir() / "default"))
+    p.set_defaults(fn=cmd_report)
+
+    p = sub.add_parser("selfcheck", help="gold must pass, known-bad programs must fail their level")
+    _common(p, run=False)
+    p.set_defaults(fn=cmd_selfcheck)
+
+    p = sub.add_parser("pipeline", help="run the stage notebooks with papermill, in order")
+    _common(p)
+    p.add_argument("--model", action="append", default=[])
+    p.add_argument("--limit", type=int, default=None)
+    p.add_argument("--stage", action="append", default=[], help="only these stages, e.g. 02_generation")
+    p.set_defaults(fn=cmd_pipeline)
+
+    args = parser.parse_args(argv)
+    try:
+        return args.fn(args)
+    except KeyboardInterrupt:
+        print("interrupted: finished records are kept; rerun the same command to resume", file=sys.stderr)
+        return 130
+    except Exception as e:
+        from .tasks import TaskError
+        if isinstance(e, TaskError):
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

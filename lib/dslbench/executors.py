@@ -1,0 +1,56 @@
+"""Where fan-out work runs: every stage takes a concurrent.futures.Executor.
+
+  "process"          local process pool (default)
+  "thread"           local threads (remote API models: the work is waiting on the network)
+  "dask-local"       a dask.distributed LocalCluster on this machine (tests the cluster path)
+  "tcp://host:port"  an existing dask.distributed scheduler; its workers need this repository
+                     installed (same install script) so that toolchains and tasks resolve there
+All return objects with the Executor interface (submit, shutdown), so the stages never change.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+
+
+class _DaskExecutor:
+    """A dask ClientExecutor that also closes its client (and local cluster) on shutdown."""
+
+    def __init__(self, client, cluster=None):
+        self.client, self.cluster = client, cluster
+        self._ex = client.get_executor()
+
+    def submit(self, fn, *args, **kwargs):
+        return self._ex.submit(fn, *args, **kwargs)
+
+    def shutdown(self, wait=True, cancel_futures=False):
+        self._ex.shutdown(wait=wait)
+        self.client.close()
+        if self.cluster is not None:
+            self.cluster.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.shutdown(wait=exc[0] is None, cancel_futures=exc[0] is not None)
+        return False
+
+
+def make_executor(kind: str | None = None, workers: int | None = None) -> Executor:
+    kind = kind or os.environ.get("DSLBENCH_EXECUTOR", "process")
+    workers = workers or os.cpu_count() or 1
+    if kind == "process":
+        # spawn: workers start clean (no inherited threads or half-loaded models)
+        return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+    if kind == "thread":
+        return ThreadPoolExecutor(max_workers=workers)
+    if kind == "dask-local" or kind.startswith(("tcp://", "tls://", "dask://")):
+        from dask.distributed import Client, LocalCluster
+        if kind == "dask-local":
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                   dashboard_address=None, host="127.0.0.1")
+            return _DaskExecutor(Client(cluster), cluster)
+        return _DaskExecutor(Client(kind.replace("dask://", "tcp://", 1)))
+    raise ValueError(f"unknown executor {kind!r}: use process, thread, dask-local or tcp://host:port")

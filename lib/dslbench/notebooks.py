@@ -1,0 +1,33 @@
+"""Run the stage notebooks (notebooks/NN_name.ipynb) with papermill, in numeric order.
+
+Each executed copy lands in <run>/notebooks/, so a run directory holds both the data and the
+notebooks that produced and analysed it.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from .paths import notebooks_dir, repo_root
+
+
+def stage_notebooks() -> list[Path]:
+    return sorted(p for p in notebooks_dir().glob("[0-9][0-9]_*.ipynb"))
+
+
+def run_pipeline(run_dir, dsls=None, models=None, limit=None, executor=None, stages=None, extra=None) -> list[Path]:
+    import papermill as pm
+    run_dir = Path(run_dir).resolve()
+    out_dir = run_dir / "notebooks"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    params = {"run_dir": str(run_dir), "dsls": list(dsls or []), "models": list(models or []),
+              "limit": limit, "executor": executor, **(extra or {})}
+    done = []
+    for nb in stage_notebooks():
+        if stages and nb.stem not in stages:
+            continue
+        out = out_dir / nb.name
+        print(f"[pipeline] {nb.stem} -> {out}")
+        pm.execute_notebook(str(nb), str(out), parameters=params, cwd=str(repo_root()),
+                            kernel_name="python3", progress_bar=False, log_output=False)
+        done.append(out)
+    return done

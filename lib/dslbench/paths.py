@@ -1,0 +1,24 @@
+"""Where things live. The repository root can be overridden with DSLBENCH_ROOT."""
+import os
+from pathlib import Path
+
+
+def repo_root() -> Path:
+    env = os.environ.get("DSLBENCH_ROOT")
+    return Path(env).resolve() if env else Path(__file__).resolve().parents[2]
+
+
+def tasks_dir() -> Path:
+    return repo_root() / "data" / "tasks"
+
+
+def toolchains_dir() -> Path:
+    return repo_root() / "toolchains"
+
+
+def runs_dir() -> Path:
+    return Path(os.environ.get("DSLBENCH_RUNS", repo_root() / "runs"))
+
+
+def notebooks_dir() -> Path:
+    return repo_root() / "notebooks"

@@ -1,0 +1,210 @@
+"""Run untrusted programs (model outputs fed to toolchains) in a sandbox.
+
+Every validator goes through `run()`. With bubblewrap: no network, read-only root, a private
+writable work directory mounted at /tmp/work, private /tmp, the process dies with its parent, and
+(when we are root) the program runs as `nobody` so the process-count limit is enforced. Always:
+rlimits on CPU, address space, file size, open files and processes, a wall-clock timeout and a
+cap on captured output. Where bubblewrap cannot run (no user namespaces in some containers) it
+degrades to rlimits + timeout and says so in `RunResult.mode`, which lands in every verdict.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import resource
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .paths import repo_root
+
+SANDBOX_DIR = "/tmp/work"     # where the work directory appears inside the sandbox
+NOBODY = 65534
+LOG_CAP = 64 * 1024           # bytes of stdout/stderr kept per stream
+
+
+@dataclass
+class Limits:
+    timeout_s: float = 30.0
+    memory_mb: int | None = 4096      # address space; None for runtimes that reserve huge virtual memory (JVM, mono)
+    cpu_s: int | None = None          # defaults to timeout + 1
+    fsize_mb: int = 64
+    nproc: int = 256
+    nofile: int = 1024
+
+
+@dataclass
+class RunResult:
+    command: str        # the command as run inside the sandbox, shell-quoted
+    returncode: int     # negative: killed by signal
+    stdout: str
+    stderr: str
+    timed_out: bool
+    duration_s: float
+    mode: str           # "bwrap", "bwrap-nobody" or "rlimits-only: <why>"
+
+    @property
+    def log(self) -> str:
+        parts = [f"$ {self.command}", f"[exit {self.returncode}{', timed out' if self.timed_out else ''}; sandbox {self.mode}]"]
+        if self.stdout.strip():
+            parts += ["--- stdout ---", self.stdout.rstrip()]
+        if self.stderr.strip():
+            parts += ["--- stderr ---", self.stderr.rstrip()]
+        return "\n".join(parts)
+
+
+def _bwrap_base(as_root: bool) -> list[str]:
+    args = ["bwrap", "--die-with-parent", "--new-session",
+            "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+            "--perms", "1777", "--tmpfs", "/tmp"]
+    if as_root:
+        # Hide root's home (keys, caches) but keep the Python installation and the project readable.
+        args += ["--perms", "0755", "--tmpfs", "/root"]
+        for p in _exposed_paths():
+            parents = []
+            q = Path(p).parent
+            while str(q) not in ("/", "/root") and str(q).startswith("/root"):
+                parents.append(q)
+                q = q.parent
+            for d in reversed(parents):
+                args += ["--perms", "0755", "--dir", str(d)]
+            args += ["--ro-bind", p, p]
+        args += ["--cap-add", "CAP_SETUID,CAP_SETGID"]
+    else:
+        args.insert(1, "--unshare-user-try")
+    return args
+
+
+def _exposed_paths() -> list[str]:
+    paths = {sys.base_prefix, sys.prefix, str(repo_root())}
+    return sorted(p for p in paths if p.startswith("/root/"))
+
+
+def _drop_to_nobody() -> list[str]:
+    return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+            "--inh-caps=-all", "--bounding-set=-all", "--"]
+
+
+@functools.lru_cache(maxsize=1)
+def sandbox_mode() -> str:
+    """Which isolation this machine gives us; probed once per process."""
+    if os.environ.get("DSLBENCH_SANDBOX") == "off":
+        return "rlimits-only: disabled by DSLBENCH_SANDBOX=off"
+    if not shutil.which("bwrap"):
+        return "rlimits-only: bubblewrap (bwrap) not installed"
+    as_root = os.geteuid() == 0
+    cmd = _bwrap_base(as_root) + (_drop_to_nobody() if as_root and shutil.which("setpriv") else []) + ["true"]
+    try:
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError) as e:
+        return f"rlimits-only: bwrap failed to start ({e})"
+    if r.returncode != 0:
+        return f"rlimits-only: bwrap cannot create namespaces here ({r.stderr.strip()[:200]})"
+    return "bwrap-nobody" if as_root and shutil.which("setpriv") else "bwrap"
+
+
+def _set_limits(limits: Limits):
+    def apply():
+        mb = 1024 * 1024
+        cpu = limits.cpu_s or int(limits.timeout_s) + 1
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+        if limits.memory_mb:
+            resource.setrlimit(resource.RLIMIT_AS, (limits.memory_mb * mb, limits.memory_mb * mb))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limits.fsize_mb * mb, limits.fsize_mb * mb))
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits.nproc, limits.nproc))
+        resource.setrlimit(resource.RLIMIT_NOFILE, (limits.nofile, limits.nofile))
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    return apply
+
+
+def _read_capped(path: Path) -> str:
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        data = f.read(LOG_CAP)
+    text = data.decode("utf-8", errors="replace")
+    if size > LOG_CAP:
+        text += f"\n[... output capped: {size - LOG_CAP} more bytes not kept]"
+    return text
+
+
+def new_workdir(prefix: str = "dslbench-") -> Path:
+    """A private, empty work directory on the host (removed by the caller with shutil.rmtree)."""
+    d = Path(tempfile.mkdtemp(prefix=prefix))
+    d.chmod(0o755)
+    return d
+
+
+def run(cmd: list[str], work: Path, limits: Limits | None = None, env: dict[str, str] | None = None,
+        stdin: str | None = None) -> RunResult:
+    """Run `cmd` with `work` as its private, writable current directory.
+
+    Paths inside the sandbox: the work directory is /tmp/work (bwrap modes) so logs do not depend
+    on host temp paths; commands should use relative paths.
+    """
+    limits = limits or Limits()
+    work = Path(work)
+    mode = sandbox_mode()
+    base_env = {"PATH": f"{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin",
+                "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TMPDIR": "/tmp", "PYTHONDONTWRITEBYTECODE": "1"}
+    base_env.update(env or {})
+    if mode.startswith("bwrap"):
+        inside = SANDBOX_DIR
+        base_env["HOME"] = inside
+        full = _bwrap_base(mode == "bwrap-nobody") + ["--bind", str(work), inside, "--chdir", inside, "--clearenv"]
+        for k, v in base_env.items():
+            full += ["--setenv", k, v]
+        if mode == "bwrap-nobody":
+            os.chown(work, NOBODY, NOBODY)
+            for p in work.rglob("*"):
+                os.chown(p, NOBODY, NOBODY, follow_symlinks=False)
+            full += _drop_to_nobody()
+        full += cmd
+        popen_env, cwd = None, None
+    else:
+        base_env["HOME"] = str(work)
+        full, popen_env, cwd = cmd, base_env, str(work)
+    shown = shlex.join(cmd)
+    logs = Path(tempfile.mkdtemp(prefix="dslbench-log-"))
+    try:
+        with open(logs / "out", "wb") as out, open(logs / "err", "wb") as err:
+            t0 = time.monotonic()
+            try:
+                proc = subprocess.Popen(full, stdout=out, stderr=err,
+                                        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                                        cwd=cwd, env=popen_env, start_new_session=True,
+                                        preexec_fn=_set_limits(limits))
+            except OSError as e:
+                return RunResult(shown, 127, "", f"cannot start: {e}", False, 0.0, mode)
+            timed_out = False
+            try:
+                if stdin is not None:
+                    try:
+                        proc.stdin.write(stdin.encode())
+                        proc.stdin.close()
+                    except BrokenPipeError:
+                        pass
+                proc.wait(timeout=limits.timeout_s)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                try:
+                    os.killpg(proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                proc.wait()
+            except BaseException:
+                # Ctrl-C or a crash in the caller: never leave the sandboxed program running.
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+                raise
+            duration = time.monotonic() - t0
+        return RunResult(shown, proc.returncode, _read_capped(logs / "out"), _read_capped(logs / "err"),
+                         timed_out, duration, mode)
+    finally:
+        shutil.rmtree(logs, ignore_errors=True)

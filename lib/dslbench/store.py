@@ -1,0 +1,161 @@
+"""Append-only, resumable run store.
+
+A run is a directory runs/<name>/ with
+  run.json            parameters and code revision of each invocation (appended)
+  generations.jsonl   one record per (dsl, task, model, method, sample): prompt, raw output, program
+  verdicts.jsonl      one record per key: the generation fields plus both verdicts and provenance
+  tables/*.parquet    tidy exports for the analysis notebooks
+
+Each record is one JSON line, flushed and fsync'ed before the next task starts, so a kill at any
+moment loses at most the record being written. A torn last line (killed mid-write) is cut off when
+the store is next opened. Records are keyed by a stable key; a rerun skips keys already present,
+and reading keeps the first record of a key, so no key is ever counted twice.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from pathlib import Path
+from typing import Iterable, Iterator
+
+import pandas as pd
+
+KEY_FIELDS = ("dsl", "task_id", "model", "method", "sample")
+KINDS = ("generations", "verdicts")
+
+
+def record_key(rec: dict) -> str:
+    return "|".join(str(rec[k]) for k in KEY_FIELDS)
+
+
+def now() -> str:
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
+
+
+class RunStore:
+    def __init__(self, run_dir: Path | str):
+        self.dir = Path(run_dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        for kind in KINDS:
+            self._repair(self.path(kind))
+
+    def path(self, kind: str) -> Path:
+        if kind not in KINDS:
+            raise ValueError(f"unknown record kind {kind!r}")
+        return self.dir / f"{kind}.jsonl"
+
+    @staticmethod
+    def _repair(path: Path) -> None:
+        """Cut a torn final line left by a kill during a write; complete lines are never touched."""
+        if not path.exists() or path.stat().st_size == 0:
+            return
+        with open(path, "rb+") as f:
+            f.seek(-1, os.SEEK_END)
+            if f.read(1) == b"\n":
+                return
+            data = f.seek(0) or f.read()
+            keep = data.rfind(b"\n") + 1
+            f.truncate(keep)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def append(self, kind: str, record: dict) -> None:
+        missing = [k for k in KEY_FIELDS if k not in record]
+        if missing:
+            raise ValueError(f"record lacks key fields {missing}")
+        line = json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
+        with open(self.path(kind), "a", encoding="utf-8") as f:
+            f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def iter_records(self, kind: str) -> Iterator[dict]:
+        path = self.path(kind)
+        if not path.exists():
+            return
+        seen: set[str] = set()
+        with open(path, encoding="utf-8") as f:
+            for lineno, line in enumerate(f, 1):
+                if not line.endswith("\n"):
+                    break  # torn line from a writer killed just now
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise ValueError(f"{path}:{lineno}: corrupt record ({e.msg}); the store was edited by hand?") from None
+                key = record_key(rec)
+                if key not in seen:
+                    seen.add(key)
+                    yield rec
+
+    def records(self, kind: str) -> list[dict]:
+        return list(self.iter_records(kind))
+
+    def keys(self, kind: str) -> set[str]:
+        return {record_key(r) for r in self.iter_records(kind)}
+
+    def log_invocation(self, stage: str, params: dict) -> None:
+        from .revision import code_revision
+        entry = {"stage": stage, "params": params, "revision": code_revision(), "started": now()}
+        with open(self.dir / "run.json", "a", encoding="utf-8") as f:
+            f.write(json.dumps(entry, sort_keys=True, default=str) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    # --- tidy tables -----------------------------------------------------------------------
+    def verdict_table(self) -> pd.DataFrame:
+        return flatten_verdicts(self.iter_records("verdicts"))
+
+    def export(self) -> dict[str, Path]:
+        """Write Parquet tables for the analysis notebooks; returns their paths."""
+        out = self.dir / "tables"
+        out.mkdir(exist_ok=True)
+        paths = {}
+        tables = {"verdicts": self.verdict_table(),
+                  "generations": pd.DataFrame([_flat_generation(r) for r in self.iter_records("generations")])}
+        for name, df in tables.items():
+            path = out / f"{name}.parquet"
+            tmp = path.with_suffix(".parquet.tmp")
+            df.to_parquet(tmp, index=False)
+            os.replace(tmp, path)  # readers never see a half-written table
+            paths[name] = path
+        return paths
+
+
+def _flat_generation(r: dict) -> dict:
+    d = {k: v for k, v in r.items() if k not in ("messages", "usage", "params")}
+    d["messages"] = json.dumps(r.get("messages", []), ensure_ascii=False)
+    d["params"] = json.dumps(r.get("params", {}), sort_keys=True)
+    for k, v in (r.get("usage") or {}).items():
+        d[f"usage_{k}"] = v
+    return d
+
+
+VERDICT_COLUMNS = ["run", *KEY_FIELDS, "domain", "difficulty", "split", "toolchain", "toolchain_version", "dialect",
+                   "syntax_status", "semantic_status", "syntax_diagnostics", "semantic_diagnostics",
+                   "syntax_command", "semantic_command", "syntax_log", "semantic_log",
+                   "syntax_duration_s", "semantic_duration_s", "sandbox", "generation_status",
+                   "prompt", "raw_output", "program", "extraction_rule", "prompt_version",
+                   "revision", "started", "finished"]
+
+
+def flatten_verdicts(records: Iterable[dict]) -> pd.DataFrame:
+    rows = []
+    for r in records:
+        row = {k: r.get(k) for k in VERDICT_COLUMNS if not k.startswith(("syntax_", "semantic_"))}
+        row["prompt"] = json.dumps(r.get("messages", []), ensure_ascii=False)
+        for level in ("syntax", "semantic"):
+            v = r.get(level) or {}
+            for f in ("status", "diagnostics", "command", "log", "duration_s"):
+                row[f"{level}_{f}"] = v.get(f)
+        rows.append(row)
+    return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+
+
+# Columns that legitimately differ between two identical runs.
+VOLATILE_COLUMNS = ("run", "started", "finished", "syntax_duration_s", "semantic_duration_s", "revision")
+
+
+def comparable(df: pd.DataFrame) -> pd.DataFrame:
+    """The verdict table without timing/identity columns, sorted by key: equal for reproducible runs."""
+    return df.drop(columns=[c for c in VOLATILE_COLUMNS if c in df.columns]).sort_values(list(KEY_FIELDS)).reset_index(drop=True)

@@ -1,0 +1,227 @@
+"""Task schema and strict loading.
+
+One YAML file per task: data/tasks/<dsl>/<id>.yaml. Loading checks every field before anything
+is returned, so a malformed file stops a run before it writes a single record. Errors name the
+file, the line and the field.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import yaml
+
+from .paths import tasks_dir
+
+DIFFICULTIES = ("easy", "medium", "hard")
+FAILURE_MODES = ("knowledge", "structure", "version")
+SPLITS = ("test", "dev")
+MUTANT_LEVELS = ("syntax", "semantic")
+
+
+class TaskError(ValueError):
+    """A task file does not follow the schema."""
+
+    def __init__(self, path: Path | str, line: int | None, field_name: str, message: str):
+        self.path, self.line, self.field, self.message = str(path), line, field_name, message
+        where = f"{self.path}:{line}" if line else self.path
+        super().__init__(f"{where}: field '{field_name}': {message}")
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """A known-bad program: it must fail the level it targets (and pass syntax if it targets semantics)."""
+    level: str
+    program: str
+    note: str
+
+
+@dataclass(frozen=True)
+class Task:
+    id: str
+    dsl: str
+    domain: str
+    title: str
+    difficulty: str
+    constructs: tuple[str, ...]
+    failure_modes: tuple[str, ...]
+    instruction: str
+    context: dict[str, str]          # file name -> content, shown to the model and given to the oracle
+    gold: str
+    oracle: dict[str, Any]           # DSL-specific oracle specification
+    provenance: dict[str, Any]
+    split: str
+    mutants: tuple[Mutant, ...] = ()
+    path: str = ""
+
+    def to_dict(self) -> dict:
+        d = dict(self.__dict__)
+        d["mutants"] = [m.__dict__ for m in self.mutants]
+        d["constructs"], d["failure_modes"] = list(self.constructs), list(self.failure_modes)
+        return d
+
+
+def _line_map(node: yaml.Node, prefix: str = "", out: dict | None = None) -> dict[str, int]:
+    """Map dotted field paths (a.b[2].c) to 1-based line numbers using the composed YAML tree."""
+    out = {} if out is None else out
+    out.setdefault(prefix, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key, value in node.value:
+            path = f"{prefix}.{key.value}" if prefix else str(key.value)
+            out[path] = key.start_mark.line + 1
+            _line_map(value, path, out)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _line_map(item, f"{prefix}[{i}]", out)
+    return out
+
+
+def read_yaml_with_lines(path: Path) -> tuple[Any, Callable[[str], int | None]]:
+    """Parse a YAML file and return (data, line_of(field_path))."""
+    text = path.read_text(encoding="utf-8")
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+        data = yaml.safe_load(text)
+    except yaml.MarkedYAMLError as e:
+        line = e.problem_mark.line + 1 if e.problem_mark else None
+        raise TaskError(path, line, "<yaml>", f"not valid YAML: {e.problem}") from None
+    lines = _line_map(node) if node is not None else {}
+
+    def line_of(field_path: str) -> int | None:
+        # Fall back to the nearest enclosing field that exists in the file.
+        while field_path and field_path not in lines:
+            field_path = field_path.rsplit(".", 1)[0] if "." in field_path else ""
+        return lines.get(field_path, 1)
+    return data, line_of
+
+
+class _Checker:
+    def __init__(self, path: Path, data: dict, line_of, prefix: str = ""):
+        self.path, self.data, self.line_of, self.prefix = path, data, line_of, prefix
+
+    def fail(self, field_name: str, message: str):
+        full = self.prefix + field_name
+        raise TaskError(self.path, self.line_of(full), full, message)
+
+    def get(self, name: str, kind: type | tuple, required: bool = True, default=None):
+        if name not in self.data:
+            if required:
+                self.fail(name, "missing required field")
+            return default
+        value = self.data[name]
+        if not isinstance(value, kind):
+            names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+            self.fail(name, f"expected {names}, got {type(value).__name__}")
+        return value
+
+    def text(self, name: str, required: bool = True) -> str:
+        value = self.get(name, str, required, "")
+        if required and not value.strip():
+            self.fail(name, "must not be empty")
+        return value
+
+    def choice(self, name: str, allowed: tuple[str, ...]) -> str:
+        value = self.text(name)
+        if value not in allowed:
+            self.fail(name, f"'{value}' is not one of {', '.join(allowed)}")
+        return value
+
+    def str_list(self, name: str, allowed: tuple[str, ...] | None = None, required: bool = True) -> tuple[str, ...]:
+        values = self.get(name, list, required, [])
+        for i, v in enumerate(values):
+            if not isinstance(v, str) or not v.strip():
+                self.fail(f"{name}[{i}]", "expected a non-empty string")
+            if allowed and v not in allowed:
+                self.fail(f"{name}[{i}]", f"'{v}' is not one of {', '.join(allowed)}")
+        return tuple(values)
+
+
+KNOWN_FIELDS = {"id", "dsl", "domain", "title", "difficulty", "constructs", "failure_modes", "instruction",
+                "context", "gold", "oracle", "provenance", "split", "mutants"}
+
+
+def parse_task(path: Path, data: Any, line_of, dsl_folder: str,
+               check_oracle: Callable[[dict], list[tuple[str, str]]] | None = None) -> Task:
+    if not isinstance(data, dict):
+        raise TaskError(path, 1, "<root>", "a task file must be a YAML mapping")
+    c = _Checker(path, data, line_of)
+    for key in data:
+        if key not in KNOWN_FIELDS:
+            c.fail(str(key), f"unknown field (allowed: {', '.join(sorted(KNOWN_FIELDS))})")
+    task_id = c.text("id")
+    if task_id != path.stem:
+        c.fail("id", f"'{task_id}' must equal the file name '{path.stem}'")
+    dsl = c.text("dsl")
+    if dsl != dsl_folder:
+        c.fail("dsl", f"'{dsl}' must equal the folder name '{dsl_folder}'")
+    context = c.get("context", dict, required=False, default={}) or {}
+    for name, content in context.items():
+        if not isinstance(name, str) or "/" in name or name.startswith("."):
+            c.fail(f"context.{name}", "context file names must be plain file names")
+        if not isinstance(content, str):
+            c.fail(f"context.{name}", "context file content must be a string")
+    oracle = c.get("oracle", dict)
+    provenance = c.get("provenance", dict)
+    source = provenance.get("source")
+    if source not in ("authored", "upstream"):
+        c.fail("provenance.source", "must be 'authored' or 'upstream'")
+    needed = ("licence",) if source == "authored" else ("benchmark", "upstream_id", "licence")
+    for key in needed:
+        if not isinstance(provenance.get(key), (str, int)) or not str(provenance.get(key)).strip():
+            c.fail(f"provenance.{key}", "missing required field")
+    mutants = []
+    for i, m in enumerate(c.get("mutants", list, required=False, default=[]) or []):
+        if not isinstance(m, dict):
+            c.fail(f"mutants[{i}]", "expected a mapping with level, program, note")
+        mc = _Checker(path, m, line_of, prefix=f"mutants[{i}].")
+        mutants.append(Mutant(level=mc.choice("level", MUTANT_LEVELS), program=mc.get("program", str),
+                              note=mc.text("note")))
+    task = Task(
+        id=task_id, dsl=dsl, domain=c.text("domain"), title=c.text("title"),
+        difficulty=c.choice("difficulty", DIFFICULTIES),
+        constructs=c.str_list("constructs"),
+        failure_modes=c.str_list("failure_modes", FAILURE_MODES, required=False),
+        instruction=c.text("instruction"), context=dict(context), gold=c.text("gold"),
+        oracle=oracle, provenance=provenance, split=c.choice("split", SPLITS),
+        mutants=tuple(mutants), path=str(path),
+    )
+    if check_oracle:
+        for field_name, message in check_oracle(task):
+            c.fail(f"oracle.{field_name}" if field_name else "oracle", message)
+    return task
+
+
+def load_task_file(path: Path, check_oracle=None) -> Task:
+    path = Path(path)
+    data, line_of = read_yaml_with_lines(path)
+    return parse_task(path, data, line_of, path.parent.name, check_oracle)
+
+
+def load_tasks(dsls: list[str] | None = None, root: Path | None = None, limit: int | None = None) -> dict[str, list[Task]]:
+    """Load and check every task of the given DSLs (all discovered DSLs by default).
+
+    Raises TaskError on the first malformed file; nothing is returned in that case.
+    `limit` keeps the first N tasks per DSL in id order (for quick runs).
+    """
+    from .toolchains import discover  # local import: toolchains imports tasks for typing only
+    root = Path(root) if root else tasks_dir()
+    toolchains = discover()
+    names = dsls if dsls else sorted(p.name for p in root.iterdir() if p.is_dir())
+    ids: dict[str, str] = {}
+    out: dict[str, list[Task]] = {}
+    for dsl in names:
+        folder = root / dsl
+        if dsl not in toolchains:
+            raise TaskError(folder, None, "dsl", f"no toolchain folder toolchains/{dsl}/ for these tasks")
+        if not folder.is_dir():
+            raise TaskError(folder, None, "dsl", "no task folder for this DSL")
+        tasks = []
+        for path in sorted(folder.glob("*.yaml")):
+            task = load_task_file(path, toolchains[dsl].check_oracle)
+            if task.id in ids:
+                raise TaskError(path, 1, "id", f"duplicate task id, also in {ids[task.id]}")
+            ids[task.id] = str(path)
+            tasks.append(task)
+        out[dsl] = tasks[:limit] if limit else tasks
+    return out

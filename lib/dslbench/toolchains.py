@@ -1,0 +1,146 @@
+"""Toolchain discovery and the validator interface.
+
+A DSL is one folder toolchains/<dsl>/ holding:
+  toolchain.yaml     its card: language, domain, toolchain, validators, validation boundary, prompt rules
+  validator.py       a class `Validator(Toolchain)` with probe(), syntax(), semantic(), check_oracle()
+  requirements.txt   pip requirements (exact pins), optional
+  apt.txt            Debian packages, optional
+Nothing in the pipeline lists DSLs: they are discovered here.
+"""
+from __future__ import annotations
+
+import abc
+import functools
+import importlib.util
+import sys
+from dataclasses import dataclass, asdict
+from pathlib import Path
+import yaml
+
+from . import sandbox
+from .paths import toolchains_dir
+
+STATUSES = ("pass", "fail", "unavailable", "error")
+
+
+@dataclass
+class Probe:
+    """Whether a DSL's toolchain can judge programs on this machine, and which one."""
+    dsl: str
+    toolchain: str
+    version: str
+    available: bool
+    reason: str = ""      # why not, when unavailable
+    dialect: str = ""     # language version / dialect the toolchain judges
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class LevelVerdict:
+    """Outcome of one validation level (syntax or semantic) with its provenance."""
+    status: str
+    diagnostics: str = ""
+    command: str = ""
+    log: str = ""
+    duration_s: float = 0.0
+    sandbox: str = ""
+
+    def __post_init__(self):
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown verdict status {self.status!r}")
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+class Toolchain(abc.ABC):
+    """Base class of every DSL validator. Subclasses live in toolchains/<dsl>/validator.py."""
+
+    def __init__(self, folder: Path, card: dict):
+        self.folder = folder
+        self.dsl = folder.name
+        self.card = card
+
+    # --- what subclasses provide -------------------------------------------------------------
+    @abc.abstractmethod
+    def probe(self) -> Probe:
+        """Which toolchain and version would judge programs here, or why none can."""
+
+    @abc.abstractmethod
+    def syntax(self, program: str, task, work: Path) -> LevelVerdict:
+        """Does the real toolchain accept the program? `work` holds the program and context files."""
+
+    @abc.abstractmethod
+    def semantic(self, program: str, task, work: Path) -> LevelVerdict:
+        """Does the program meet the task's oracle? Called only after syntax passed."""
+
+    def check_oracle(self, task) -> list[tuple[str, str]]:
+        """Problems with a task's oracle spec as (field, message); empty when fine."""
+        return []
+
+    # --- shared helpers ----------------------------------------------------------------------
+    @property
+    def fence(self) -> str:
+        return self.card.get("fence", self.dsl)
+
+    @property
+    def fence_aliases(self) -> tuple[str, ...]:
+        return (self.fence, *self.card.get("fence_aliases", []))
+
+    @property
+    def file_name(self) -> str:
+        """Name under which the candidate program is written in the work directory."""
+        return self.card.get("program_file", f"program.{self.fence}")
+
+    def limits(self, **overrides) -> sandbox.Limits:
+        base = dict(self.card.get("limits", {}))
+        base.update(overrides)
+        return sandbox.Limits(**base)
+
+    def run(self, cmd: list[str], work: Path, env: dict | None = None, stdin: str | None = None,
+            **limit_overrides) -> sandbox.RunResult:
+        return sandbox.run(cmd, work, self.limits(**limit_overrides), env=env, stdin=stdin)
+
+    @staticmethod
+    def verdict(status: str, diagnostics: str, result: sandbox.RunResult | None = None,
+                duration_s: float | None = None) -> LevelVerdict:
+        if result is None:
+            return LevelVerdict(status, diagnostics, duration_s=duration_s or 0.0)
+        return LevelVerdict(status, diagnostics, result.command, result.log,
+                            result.duration_s if duration_s is None else duration_s, result.mode)
+
+
+@functools.lru_cache(maxsize=None)
+def discover(root: str | None = None) -> dict[str, Toolchain]:
+    """All DSL toolchains under toolchains/, keyed by folder name."""
+    base = Path(root) if root else toolchains_dir()
+    found: dict[str, Toolchain] = {}
+    for folder in sorted(p for p in base.iterdir() if p.is_dir() and (p / "toolchain.yaml").exists()):
+        card = yaml.safe_load((folder / "toolchain.yaml").read_text(encoding="utf-8")) or {}
+        module_name = f"dslbench_toolchain_{folder.name.replace('-', '_')}"
+        spec = importlib.util.spec_from_file_location(module_name, folder / "validator.py")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module
+        spec.loader.exec_module(module)
+        found[folder.name] = module.Validator(folder, card)
+    return found
+
+
+def get(dsl: str) -> Toolchain:
+    tcs = discover()
+    if dsl not in tcs:
+        raise KeyError(f"unknown DSL {dsl!r}; toolchains found: {', '.join(tcs)}")
+    return tcs[dsl]
+
+
+@functools.lru_cache(maxsize=None)
+def probe(dsl: str) -> Probe:
+    """Probe a toolchain once per process; a crashing probe means unavailable, with the reason."""
+    tc = get(dsl)
+    try:
+        return tc.probe()
+    except Exception as e:  # a probe must never take the pipeline down
+        return Probe(dsl, tc.card.get("toolchain", dsl), "", False, f"probe failed: {type(e).__name__}: {e}")
+

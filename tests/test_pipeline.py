@@ -1,0 +1,98 @@
+"""End to end with the embedded model: generate, validate, resume, cache, determinism, notebooks."""
+import json
+
+import pandas as pd
+import pytest
+
+from conftest import run_cli
+from dslbench import pipeline
+from dslbench.store import RunStore, comparable
+
+DSLS = ["jq", "smiles", "verilog"]
+PARAMS = {"max_tokens": 96}
+
+
+@pytest.fixture(scope="module")
+def first_run(tmp_path_factory):
+    base = tmp_path_factory.mktemp("e2e")
+    pipeline.run_generation(base / "run1", DSLS, limit=2, params=PARAMS, cache_dir=base / "cache1", progress=False)
+    table = pipeline.run_validation(base / "run1", progress=False)
+    return base, table
+
+
+def test_every_task_gets_two_verdicts_with_provenance(first_run):
+    _, table = first_run
+    assert len(table) == 2 * len(DSLS)
+    assert set(table["dsl"]) == set(DSLS)
+    assert table["syntax_status"].isin(["pass", "fail"]).all()
+    assert table["semantic_status"].isin(["pass", "fail"]).all()
+    assert (table["model"] == "smollm2-135m").all()
+    assert table["toolchain_version"].str.len().gt(0).all()
+    for prompt in table["prompt"]:
+        assert json.loads(prompt)[0]["role"] == "system"
+    # a syntax failure never counts as a semantic pass
+    assert not ((table["syntax_status"] == "fail") & (table["semantic_status"] == "pass")).any()
+
+
+def test_rerun_resumes_without_duplicates_or_model_calls(first_run, monkeypatch):
+    base, table = first_run
+    import litellm
+
+    def no_calls(*a, **k):
+        raise AssertionError("a model call was made although every output is stored or cached")
+    monkeypatch.setattr(litellm, "completion", no_calls)
+    pipeline.run_generation(base / "run1", DSLS, limit=2, params=PARAMS, cache_dir=base / "cache1",
+                            executor="thread", progress=False)
+    again = pipeline.run_validation(base / "run1", progress=False)
+    assert len(again) == len(table)
+    # a fresh run with the same cache is served from the cache entirely
+    pipeline.run_generation(base / "run3", DSLS, limit=2, params=PARAMS, cache_dir=base / "cache1",
+                            executor="thread", progress=False)
+    gens = RunStore(base / "run3").records("generations")
+    assert len(gens) == len(table) and all(g["cached"] for g in gens)
+
+
+def test_two_runs_from_scratch_give_identical_verdict_tables(first_run):
+    base, table = first_run
+    # new run directory and an empty cache: the model really runs again
+    pipeline.run_generation(base / "run2", DSLS, limit=2, params=PARAMS, cache_dir=base / "cache2", progress=False)
+    second = pipeline.run_validation(base / "run2", progress=False)
+    assert not any(g["cached"] for g in RunStore(base / "run2").records("generations"))
+    pd.testing.assert_frame_equal(comparable(table), comparable(second))
+
+
+def test_parquet_tables_are_exported(first_run):
+    base, table = first_run
+    verdicts = pd.read_parquet(base / "run1" / "tables" / "verdicts.parquet")
+    gens = pd.read_parquet(base / "run1" / "tables" / "generations.parquet")
+    assert len(verdicts) == len(gens) == len(table)
+
+
+def test_generation_errors_are_errors_not_failures(tmp_path):
+    pipeline.run_generation(tmp_path / "run", ["jq"], models=["openai/unreachable"], limit=1, executor="thread",
+                            cache_dir=tmp_path / "cache", progress=False)
+    gens = RunStore(tmp_path / "run").records("generations")
+    assert gens[0]["generation_status"] == "error"
+    table = pipeline.run_validation(tmp_path / "run", progress=False)
+    assert table.loc[0, "syntax_status"] == "error" and table.loc[0, "semantic_status"] == "error"
+    assert pipeline.pass_rates(table).loc[0, "evaluated"] == 0
+
+
+def test_dask_executor_gives_the_same_verdicts_as_the_process_pool():
+    local = pipeline.selfcheck(["jq"], limit=3, executor="process", workers=2, progress=False)
+    dask = pipeline.selfcheck(["jq"], limit=3, executor="dask-local", workers=2, progress=False)
+    cols = ["dsl", "task_id", "program", "index", "syntax", "semantic", "ok"]
+    pd.testing.assert_frame_equal(local[cols], dask[cols])
+
+
+def test_pipeline_command_executes_the_stage_notebooks(tmp_path):
+    run = tmp_path / "nbrun"
+    r = run_cli("pipeline", "--run", str(run), "--dsl", "jq", "--limit", "1",
+                env={"DSLBENCH_CACHE": str(tmp_path / "cache")})
+    assert r.returncode == 0, r.stderr[-3000:]
+    for name in ("02_generation.ipynb", "03_validation.ipynb"):
+        nb = json.loads((run / "notebooks" / name).read_text())
+        errors = [o for c in nb["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
+        assert not errors
+    assert (run / "tables" / "verdicts.parquet").exists()
+    assert "semantic_pass_pct" in r.stdout

@@ -1,0 +1,105 @@
+"""jq: syntax = libjq compiles the filter; semantic = JSON output equivalence with the gold filter."""
+import importlib.metadata
+import json
+import shutil
+import sys
+from collections import Counter
+from pathlib import Path
+
+from dslbench.toolchains import Probe, Toolchain
+
+RUNNER = Path(__file__).with_name("run_jq.py")
+
+
+def canonical(value) -> str:
+    """One spelling per JSON value: key order and 1 vs 1.0 do not matter."""
+    def norm(v):
+        if isinstance(v, float) and v.is_integer():
+            return int(v)
+        if isinstance(v, dict):
+            return {k: norm(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [norm(x) for x in v]
+        return v
+    return json.dumps(norm(value), sort_keys=True, separators=(",", ":"))
+
+
+class Validator(Toolchain):
+    def probe(self) -> Probe:
+        try:
+            version = importlib.metadata.version("jq")
+        except importlib.metadata.PackageNotFoundError:
+            return Probe(self.dsl, self.card["toolchain"], "", False, "PyPI package 'jq' is not installed")
+        return Probe(self.dsl, self.card["toolchain"], f"PyPI jq {version}", True, dialect=self.card["dialect"])
+
+    def check_oracle(self, task):
+        problems = []
+        o = task.oracle
+        inputs = o.get("inputs", [])
+        if not isinstance(inputs, list):
+            problems.append(("inputs", "must be a list of JSON values"))
+        for i, name in enumerate(o.get("input_files", [])):
+            if name not in task.context:
+                problems.append((f"input_files[{i}]", f"'{name}' is not a context file of the task"))
+            else:
+                try:
+                    json.loads(task.context[name])
+                except json.JSONDecodeError as e:
+                    problems.append((f"input_files[{i}]", f"context file '{name}' is not JSON: {e}"))
+        if not inputs and not o.get("input_files"):
+            problems.append(("inputs", "give at least one input (inputs or input_files)"))
+        if o.get("order", "ordered") not in ("ordered", "unordered"):
+            problems.append(("order", "must be 'ordered' or 'unordered'"))
+        return problems
+
+    def _inputs(self, task) -> list:
+        values = [json.loads(task.context[n]) for n in task.oracle.get("input_files", [])]
+        return values + list(task.oracle.get("inputs", []))
+
+    def _run(self, mode: str, work: Path, files: list[str], inputs: list):
+        shutil.copy(RUNNER, work / "run_jq.py")
+        (work / "inputs.json").write_text(json.dumps(inputs))
+        result = self.run([Path(sys.executable).name, "run_jq.py", mode, "report.json", *files], work)
+        report_path = work / "report.json"
+        report = json.loads(report_path.read_text()) if report_path.exists() and result.returncode == 0 else None
+        return result, report
+
+    def syntax(self, program, task, work):
+        result, report = self._run("compile", work, [self.file_name], [])
+        if result.timed_out:
+            return self.verdict("fail", "jq compile timed out", result)
+        if report is None:
+            return self.verdict("error", f"jq runner failed (exit {result.returncode})", result)
+        entry = report[self.file_name]
+        if not entry["compiled"]:
+            return self.verdict("fail", entry["error"].strip().splitlines()[0][:300], result)
+        return self.verdict("pass", "compiles", result)
+
+    def semantic(self, program, task, work):
+        (work / "gold.jq").write_text(task.gold, encoding="utf-8")
+        inputs = self._inputs(task)
+        result, report = self._run("run", work, [self.file_name, "gold.jq"], inputs)
+        if result.timed_out:
+            return self.verdict("fail", f"timed out after {self.limits().timeout_s:.0f} s (non-terminating filter?)", result)
+        if report is None:
+            if result.returncode < 0 or "MemoryError" in result.stderr:
+                return self.verdict("fail", "killed by resource limits (output too large?)", result)
+            return self.verdict("error", f"jq runner failed (exit {result.returncode})", result)
+        gold = report["gold.jq"]
+        if not gold["compiled"] or not all(r["ok"] for r in gold["results"]):
+            return self.verdict("error", "the gold filter does not run on the oracle inputs", result)
+        cand = report[self.file_name]["results"]
+        unordered = task.oracle.get("order") == "unordered"
+        for i, (c, g) in enumerate(zip(cand, gold["results"])):
+            if not c["ok"]:
+                return self.verdict("fail", f"input {i}: runtime error: {c['error'][:200]}", result)
+            got, want = [canonical(v) for v in c["outputs"]], [canonical(v) for v in g["outputs"]]
+            same = Counter(got) == Counter(want) if unordered else got == want
+            if not same:
+                return self.verdict("fail", f"input {i}: output {_short(got)} != expected {_short(want)}", result)
+        return self.verdict("pass", f"outputs equal on {len(inputs)} input(s)", result)
+
+
+def _short(outputs: list[str]) -> str:
+    text = "[" + ", ".join(outputs) + "]"
+    return text if len(text) < 200 else text[:197] + "..."

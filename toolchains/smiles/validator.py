@@ -1,0 +1,56 @@
+"""SMILES: syntax = RDKit parses and sanitizes; semantic = canonical molecular equivalence with the gold."""
+import importlib.metadata
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+from dslbench.toolchains import Probe, Toolchain
+
+RUNNER = Path(__file__).with_name("run_smiles.py")
+MATCHES = {"isomeric": "canonical isomeric SMILES", "flat": "canonical SMILES without stereo",
+           "inchikey": "standard InChIKey"}
+
+
+class Validator(Toolchain):
+    def probe(self) -> Probe:
+        try:
+            version = importlib.metadata.version("rdkit")
+        except importlib.metadata.PackageNotFoundError:
+            return Probe(self.dsl, self.card["toolchain"], "", False, "PyPI package 'rdkit' is not installed")
+        return Probe(self.dsl, self.card["toolchain"], f"RDKit {version}", True, dialect=self.card["dialect"])
+
+    def check_oracle(self, task):
+        match = task.oracle.get("match", "isomeric")
+        return [] if match in MATCHES else [("match", f"must be one of {', '.join(MATCHES)}")]
+
+    def _describe(self, work: Path, files: list[str]):
+        shutil.copy(RUNNER, work / "run_smiles.py")
+        result = self.run([Path(sys.executable).name, "run_smiles.py", "report.json", *files], work)
+        # RDKit stamps its messages with the wall-clock time; drop it so logs are reproducible.
+        result.stderr = re.sub(r"\[\d\d:\d\d:\d\d\] ", "", result.stderr)
+        path = work / "report.json"
+        return result, (json.loads(path.read_text()) if path.exists() and result.returncode == 0 else None)
+
+    def syntax(self, program, task, work):
+        result, report = self._describe(work, [self.file_name])
+        if report is None:
+            status = "fail" if result.timed_out or result.returncode < 0 else "error"
+            return self.verdict(status, f"RDKit runner failed (exit {result.returncode})", result)
+        entry = report[self.file_name]
+        if not entry["parsed"]:
+            first = entry["error"].splitlines()[0] if entry["error"] else "unparseable"
+            return self.verdict("fail", f"RDKit rejects '{entry['token'][:80]}': {first[:250]}", result)
+        return self.verdict("pass", f"parsed: {entry['atoms']} heavy atoms", result)
+
+    def semantic(self, program, task, work):
+        (work / "gold.smi").write_text(task.gold, encoding="utf-8")
+        result, report = self._describe(work, [self.file_name, "gold.smi"])
+        if report is None or not report["gold.smi"]["parsed"]:
+            return self.verdict("error", "the gold SMILES could not be canonicalized", result)
+        match = task.oracle.get("match", "isomeric")
+        got, want = report[self.file_name][match], report["gold.smi"][match]
+        if got != want:
+            return self.verdict("fail", f"{MATCHES[match]} differs: {got} != {want}", result)
+        return self.verdict("pass", f"same molecule ({MATCHES[match]} {want})", result)
