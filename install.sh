@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one install script. The README's two commands, .ci/run, binder/postBuild and the Dockerfile
-# all call it. It installs Debian packages, the Python environment (exact pins) and the
-# per-DSL requirements discovered under toolchains/*/; it is idempotent and fast when nothing changed.
+# all call it. It installs Debian packages, the Python environment (exact pins) and the per-DSL
+# requirements discovered under toolchains/*/ (requirements.txt, apt.txt, package.json with its
+# package-lock.json, install.sh hooks); it is idempotent and fast when nothing changed.
 #
 #   DSLBENCH_VENV    where the Python environment lives (default: .venv in the repository;
 #                    "system" installs into the current interpreter, as on Binder and in Docker)
@@ -62,13 +63,27 @@ else
   echo "$digest" > "$STAMP"
 fi
 
-# --- npm packages of DSLs that declare them ------------------------------------------------------
-for pkg in "$ROOT"/toolchains/*/package.json; do
+# --- per-DSL install hooks (e.g. a side environment a toolchain needs) ------------------------------
+# toolchains/<dsl>/install.sh runs with ROOT, PY (the environment's python) and WHEELS set; it must be
+# idempotent and must only detect, never download, toolchains that registries do not carry.
+for hook in "$ROOT"/toolchains/*/install.sh; do
+  [ -f "$hook" ] || continue
+  say "hook: $(basename "$(dirname "$hook")")"
+  ROOT="$ROOT" PY="$PY" WHEELS="$WHEELS" bash "$hook"
+done
+
+# --- npm packages: DSLs that declare them, and the book's vendored JavaScript --------------------
+for pkg in "$ROOT"/toolchains/*/package.json "$ROOT"/book/vendor/package.json; do
   [ -f "$pkg" ] || continue
+  if ! command -v npm >/dev/null; then
+    # Debian splits npm from nodejs (NodeSource's nodejs already bundles it).
+    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends npm >/dev/null
+  fi
   dir=$(dirname "$pkg")
   if [ ! -d "$dir/node_modules" ] || [ "$pkg" -nt "$dir/node_modules" ]; then
     say "npm: $(basename "$dir")"
-    (cd "$dir" && npm install --no-audit --no-fund --silent && touch node_modules)
+    (cd "$dir" && npm ci --no-audit --no-fund --silent && touch node_modules)
   fi
 done
 say "done"

@@ -28,4 +28,4 @@ def test_prompt_contains_instruction_context_and_rules():
     user = msgs[1]["content"]
     assert task.instruction.strip() in user
     assert all(name in user for name in task.context)
-    assert "```jq" in user and "jq 1.7" in user
+    assert "```jq" in user and "jq 1.8" in user

@@ -4,6 +4,7 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 
 import pandas as pd
 
@@ -52,10 +53,23 @@ def gold_generations(run_dir, n_per_dsl=8):
     return sum(len(ts) for ts in tasks.values())
 
 
+def descendants(pid: int) -> list[int]:
+    out, todo = [], [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            kids = [int(c) for c in Path(f"/proc/{p}/task/{p}/children").read_text().split()]
+        except OSError:
+            kids = []
+        out += kids
+        todo += kids
+    return out
+
+
 def test_sigkill_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path):
     run = tmp_path / "run"
     total = gold_generations(run)
-    cmd = dslbench_cmd("validate", "--run", str(run), "--executor", "thread", "--workers", "1", "--no-progress")
+    cmd = dslbench_cmd("validate", "--run", str(run), "--executor", "process", "--workers", "2", "--no-progress")
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     verdicts = run / "verdicts.jsonl"
     deadline = time.time() + 120
@@ -63,8 +77,13 @@ def test_sigkill_mid_run_then_resume_loses_and_duplicates_nothing(tmp_path):
         if verdicts.exists() and verdicts.read_text().count("\n") >= 3:
             break
         time.sleep(0.05)
-    os.killpg(proc.pid, signal.SIGKILL)
+    workers = descendants(proc.pid)
+    os.kill(proc.pid, signal.SIGKILL)  # only the parent: its pool workers must not live on as orphans
     proc.wait()
+    time.sleep(1.0)
+    orphans = [p for p in workers if Path(f"/proc/{p}").exists() and "zombie" not in Path(f"/proc/{p}/status").read_text()]
+    os.killpg(proc.pid, signal.SIGKILL) if orphans else None
+    assert not orphans, f"worker processes outlived their killed parent: {orphans}"
     before = verdicts.read_text().count("\n")
     assert 3 <= before < total, "the kill must land mid-run"
     subprocess.run(cmd, check=True, capture_output=True, timeout=600)

@@ -70,12 +70,51 @@ def cmd_selfcheck(args) -> int:
     return 1 if len(bad) else 0
 
 
+def cmd_import(args) -> int:
+    from .upstream import import_upstream
+    written = import_upstream(args.dsl_name, Path(args.source), Path(args.out))
+    print(f"imported {len(written)} task(s) into {Path(args.out) / args.dsl_name}")
+    print(f"run them with: DSLBENCH_TASKS={Path(args.out).resolve()} dslbench generate --dsl {args.dsl_name} ...")
+    return 0
+
+
+def cmd_profile(args) -> int:
+    from .analysis.profiler import main as profile_main
+    return profile_main(args.argv)
+
+
 def cmd_pipeline(args) -> int:
     from .notebooks import run_pipeline
+    import yaml
+    extra = {}
+    for item in args.param:
+        name, _, value = item.partition("=")
+        extra[name] = yaml.safe_load(value)
     executed = run_pipeline(args.run, dsls=args.dsl, models=args.model, limit=args.limit,
-                            executor=args.executor, stages=args.stage)
+                            executor=args.executor, stages=args.stage, extra=extra)
     print("executed notebooks:\n  " + "\n  ".join(map(str, executed)))
-    return cmd_report(args)
+    status = cmd_report(args)
+    if not args.no_book:
+        args.batch = []
+        cmd_book(args)
+    return status
+
+
+def cmd_book(args) -> int:
+    import time
+    from .book import build
+    t0 = time.monotonic()
+    html_root = build(args.run, [Path(b) for b in args.batch])
+    print(f"book built in {time.monotonic() - t0:.1f} s: {html_root / 'index.html'}")
+    return 0
+
+
+def cmd_batch(args) -> int:
+    from .batch import run_batch
+    entries = run_batch(Path(args.grid), force=args.force)
+    for e in entries:
+        print(f"{e['status']:30} {e['output']}  {e['parameters']}")
+    return 1 if any(e["status"].startswith("failed") for e in entries) else 0
 
 
 def main(argv=None) -> int:
@@ -108,12 +147,36 @@ def main(argv=None) -> int:
     _common(p, run=False)
     p.set_defaults(fn=cmd_selfcheck)
 
+    p = sub.add_parser("import", help="convert an upstream benchmark's files into task files")
+    p.add_argument("dsl_name", metavar="DSL")
+    p.add_argument("source", help="the upstream file or folder, in its published layout")
+    p.add_argument("--out", default="data/upstream", help="task tree to write into (default: data/upstream)")
+    p.set_defaults(fn=cmd_import)
+
+    p = sub.add_parser("profile", add_help=False,
+                       help="DSL-Profiler: triage a new DSL from a folder of example programs")
+    p.add_argument("argv", nargs=argparse.REMAINDER)
+    p.set_defaults(fn=cmd_profile)
+
     p = sub.add_parser("pipeline", help="run the stage notebooks with papermill, in order")
     _common(p)
     p.add_argument("--model", action="append", default=[])
     p.add_argument("--limit", type=int, default=None)
     p.add_argument("--stage", action="append", default=[], help="only these stages, e.g. 02_generation")
+    p.add_argument("--no-book", action="store_true", help="do not build the book at the end")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
+                   help="extra notebook parameter (YAML value), e.g. max_tokens=256 or selfcheck=false")
     p.set_defaults(fn=cmd_pipeline)
+
+    p = sub.add_parser("book", help="build the Jupyter Book supplement from a run")
+    p.add_argument("--run", default=str(runs_dir() / "default"))
+    p.add_argument("--batch", action="append", default=[], help="batch output folder(s) to index")
+    p.set_defaults(fn=cmd_book)
+
+    p = sub.add_parser("batch", help="run a notebook over a parameter grid (YAML) with papermill")
+    p.add_argument("grid")
+    p.add_argument("--force", action="store_true", help="rerun finished combinations too")
+    p.set_defaults(fn=cmd_batch)
 
     args = parser.parse_args(argv)
     try:

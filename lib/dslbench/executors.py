@@ -38,12 +38,25 @@ class _DaskExecutor:
         return False
 
 
+def _die_with_parent() -> None:
+    """Worker initializer: if the parent is killed (SIGKILL, OOM), the worker dies too instead of
+    finishing a long model call as an orphan. Linux only; elsewhere a no-op."""
+    try:
+        import ctypes
+        import signal
+        PR_SET_PDEATHSIG = 1
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    except OSError:
+        pass
+
+
 def make_executor(kind: str | None = None, workers: int | None = None) -> Executor:
     kind = kind or os.environ.get("DSLBENCH_EXECUTOR", "process")
     workers = workers or os.cpu_count() or 1
     if kind == "process":
         # spawn: workers start clean (no inherited threads or half-loaded models)
-        return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+        return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
+                                   initializer=_die_with_parent)
     if kind == "thread":
         return ThreadPoolExecutor(max_workers=workers)
     if kind == "dask-local" or kind.startswith(("tcp://", "tls://", "dask://")):

@@ -6,6 +6,7 @@ remote ones, so the pipeline never special-cases it.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import json
 import logging
@@ -19,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
+
+from .paths import repo_root
 
 # litellm downloads its model cost map (and a few other catalogs) at import time unless told to
 # use the copies bundled in the wheel. This must run before the first `import litellm` in the
@@ -57,11 +60,6 @@ TRANSIENT_ERRORS = (
 BACKOFF_BASE_S = 0.5  # first wait; doubles each retry
 BACKOFF_MAX_S = 30.0
 MAX_ERROR_CHARS = 2000  # provider errors can embed whole responses
-
-
-def repo_root() -> Path:
-    env = os.environ.get("DSLBENCH_ROOT")
-    return Path(env).resolve() if env else Path(__file__).resolve().parents[2]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -269,6 +267,7 @@ def generate(
     Sample k is sent with seed + k, so that samples drawn at temperature > 0 differ from each
     other yet stay reproducible; the cache key covers (params, sample).
     A cache hit replays the stored result (text, usage, duration, attempts) with cached=True.
+    `timeout` applies to remote calls; the embedded model runs to max_tokens.
     """
     merged = {**DEFAULT_PARAMS, **(params or {})}
     key = cache_key(spec, merged, messages, sample)
@@ -305,7 +304,9 @@ def generate(
         )
 
     t0 = time.monotonic()
-    kwargs = {"model": spec.litellm, "messages": messages, "timeout": timeout, **sent}
+    # litellm gets a copy: providers may rewrite messages in place, and the caller's list and the
+    # record stored in the cache must stay what the key was computed from.
+    kwargs = {"model": spec.litellm, "messages": copy.deepcopy(messages), "timeout": timeout, **sent}
     # Retries are ours (counted, backed off); stop litellm/the OpenAI client retrying underneath.
     kwargs["num_retries"] = 0
     if spec.api_base:

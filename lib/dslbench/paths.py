@@ -9,7 +9,9 @@ def repo_root() -> Path:
 
 
 def tasks_dir() -> Path:
-    return repo_root() / "data" / "tasks"
+    """Bundled tasks; DSLBENCH_TASKS points a run at another task tree (e.g. imported upstream tasks)."""
+    env = os.environ.get("DSLBENCH_TASKS")
+    return Path(env).resolve() if env else repo_root() / "data" / "tasks"
 
 
 def toolchains_dir() -> Path:

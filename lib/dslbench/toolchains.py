@@ -80,6 +80,10 @@ class Toolchain(abc.ABC):
         """Problems with a task's oracle spec as (field, message); empty when fine."""
         return []
 
+    def import_upstream(self, source: Path) -> list[dict]:
+        """Task dicts (our schema, provenance.source = upstream) from the DSL's upstream benchmark files."""
+        raise ValueError(f"{self.dsl}: no loader for an upstream benchmark format")
+
     # --- shared helpers ----------------------------------------------------------------------
     @property
     def fence(self) -> str:

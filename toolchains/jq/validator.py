@@ -1,6 +1,8 @@
 """jq: syntax = libjq compiles the filter; semantic = JSON output equivalence with the gold filter."""
 import importlib.metadata
+import importlib.util
 import json
+import re
 import shutil
 import sys
 from collections import Counter
@@ -24,13 +26,21 @@ def canonical(value) -> str:
     return json.dumps(norm(value), sort_keys=True, separators=(",", ":"))
 
 
+def _libjq_version() -> str:
+    """The jq release the binding was built from (the extension records its build path, jq-X.Y.Z/src)."""
+    spec = importlib.util.find_spec("jq")
+    match = re.search(rb"jq-(\d+\.\d+(?:\.\d+)?)/src", Path(spec.origin).read_bytes()) if spec else None
+    return match.group(1).decode() if match else "unknown"
+
+
 class Validator(Toolchain):
     def probe(self) -> Probe:
         try:
             version = importlib.metadata.version("jq")
         except importlib.metadata.PackageNotFoundError:
             return Probe(self.dsl, self.card["toolchain"], "", False, "PyPI package 'jq' is not installed")
-        return Probe(self.dsl, self.card["toolchain"], f"PyPI jq {version}", True, dialect=self.card["dialect"])
+        return Probe(self.dsl, self.card["toolchain"], f"PyPI jq {version} (libjq {_libjq_version()})", True,
+                     dialect=self.card["dialect"])
 
     def check_oracle(self, task):
         problems = []

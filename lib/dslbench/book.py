@@ -1,0 +1,310 @@
+"""Build the published supplement (Jupyter Book 1) from a run directory.
+
+Sources that depend on the run are generated into book/generated/ (not tracked): the executed
+stage notebooks, one card per DSL, the results page and the batch-run index. After Sphinx has
+built the book, the per-task log pages are written as plain static HTML under tasks/ in the build
+folder: one small page per (DSL, task, model, method, sample) and one filterable index per
+(DSL, model, method) slice, paginated, so a large run never becomes one giant page or a slow
+Sphinx build. JavaScript the pages need (require.js, the widget manager, MathJax) is copied from
+book/vendor/node_modules, never loaded from a CDN.
+"""
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from . import toolchains
+from .paths import repo_root
+from .pipeline import doctor, pass_rates
+from .store import RunStore
+from .tasks import load_tasks
+
+PAGE_ROWS = 500  # rows per task-index page
+
+
+def book_dir() -> Path:
+    return repo_root() / "book"
+
+
+def slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", str(text)).strip("-") or "x"
+
+
+def task_page_path(dsl, task_id, model, method, sample) -> str:
+    """Path of a per-task log page relative to the build root."""
+    return f"tasks/{slug(dsl)}/{slug(model)}/{slug(method)}/{slug(task_id)}__s{sample}.html"
+
+
+def slice_index_path(dsl, model, method, page: int = 1) -> str:
+    name = "index.html" if page == 1 else f"index-{page}.html"
+    return f"tasks/{slug(dsl)}/{slug(model)}/{slug(method)}/{name}"
+
+
+# --- generated Sphinx sources ------------------------------------------------------------------
+
+def _md_table(df: pd.DataFrame) -> str:
+    cols = list(df.columns)
+    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
+    for _, row in df.iterrows():
+        lines.append("| " + " | ".join(str(row[c]) for c in cols) + " |")
+    return "\n".join(lines)
+
+
+def dsl_card_md(dsl: str, tasks: list, matrix_row: dict) -> str:
+    card = toolchains.get(dsl).card
+    by_diff = pd.Series([t.difficulty for t in tasks]).value_counts().reindex(["easy", "medium", "hard"]).fillna(0)
+    sources = pd.Series([t.provenance.get("benchmark", "authored") if t.provenance["source"] == "upstream"
+                         else "authored here (CC-BY-4.0)" for t in tasks]).value_counts()
+    modes = pd.Series([m for t in tasks for m in t.failure_modes]).value_counts()
+    avail = ("available" if matrix_row.get("available") else f"**unavailable**: {matrix_row.get('reason', '')}")
+    return "\n".join([
+        f"# {card.get('language', dsl)}", "",
+        f"| | |\n|---|---|",
+        f"| Domain | {card.get('domain', '')} |",
+        f"| Toolchain | {card.get('toolchain', '')} |",
+        f"| Version on the build machine | {matrix_row.get('version') or '—'} |",
+        f"| Dialect | {matrix_row.get('dialect') or card.get('dialect', '')} |",
+        f"| Availability on the build machine | {avail} |",
+        f"| Tasks | {len(tasks)} ({int(by_diff['easy'])} easy, {int(by_diff['medium'])} medium, {int(by_diff['hard'])} hard) |",
+        f"| Provenance | {'; '.join(f'{k}: {v}' for k, v in sources.items())} |",
+        f"| Failure modes tagged | {', '.join(f'{k} ({v})' for k, v in modes.items())} |",
+        f"| Upstream benchmark | {card.get('upstream', '—')} |", "",
+        "## Syntax validator", "", str(card.get("syntax_validator", "")).strip(), "",
+        "## Semantic oracle", "", str(card.get("semantic_oracle", "")).strip(), "",
+        "## Validation boundary", "", str(card.get("validation_boundary", "")).strip(), "",
+        "## Prompt rules", "", "```text", str((card.get("prompt") or {}).get("rules", "")).strip(), "```", ""])
+
+
+def results_md(table: pd.DataFrame, run_name: str) -> str:
+    lines = ["# Results", "", f"Run `{run_name}`. Pass rates are over evaluated tasks: verdicts marked "
+             "`unavailable` (toolchain missing on the machine that validated) or `error` (a model call or "
+             "validator failure) are excluded and counted. Click a cell to list its tasks; click a task "
+             "to see its prompt, output, program, commands, logs and both verdicts.", ""]
+    if table.empty:
+        return "\n".join(lines + ["No verdicts in this run yet."])
+    rates = pass_rates(table)
+    head = "<table class='dsl-results'><thead><tr><th>DSL</th><th>model</th><th>method</th><th>tasks</th>" \
+           "<th>evaluated</th><th>unavailable</th><th>errors</th><th>syntax %</th><th>semantic %</th></tr></thead><tbody>"
+    rows = []
+    for _, r in rates.iterrows():
+        link = "../" + slice_index_path(r["dsl"], r["model"], r["method"])
+        fmt = (lambda v: "—" if pd.isna(v) else f"{v:.1f}")
+        rows.append(f"<tr><td><a href='{link}'>{html.escape(r['dsl'])}</a></td><td>{html.escape(str(r['model']))}</td>"
+                    f"<td>{html.escape(str(r['method']))}</td><td>{r['tasks']}</td><td>{r['evaluated']}</td>"
+                    f"<td>{r['unavailable']}</td><td>{r['errors']}</td>"
+                    f"<td><a href='{link}'>{fmt(r['syntax_pass_pct'])}</a></td>"
+                    f"<td><a href='{link}'>{fmt(r['semantic_pass_pct'])}</a></td></tr>")
+    lines += ["```{raw} html", head + "".join(rows) + "</tbody></table>", "```", "",
+              "[All task logs](../tasks/index.html)", ""]
+    macro = rates.dropna(subset=["syntax_pass_pct"])
+    if not macro.empty:
+        lines += ["The headline aggregate is the macro mean over DSL-model cells $c$ with at least one evaluated task,",
+                  "", "$$\\bar p = \\frac{1}{|C|} \\sum_{c \\in C} \\frac{\\text{passes}_c}{\\text{evaluated}_c},$$", "",
+                  "so that DSLs with many tasks do not dominate.", "",
+                  f"Macro mean over {len(macro)} DSL-model cells: syntax {macro['syntax_pass_pct'].mean():.2f} %, "
+                  f"semantic {macro['semantic_pass_pct'].mean():.2f} %, gap "
+                  f"{macro['syntax_pass_pct'].mean() - macro['semantic_pass_pct'].mean():.2f} pp "
+                  "(the paper: 31.37 %, 11.64 %, 19.74 pp over 126 cells of 18 DSLs x 7 models).", ""]
+    return "\n".join(lines)
+
+
+def batch_md(batch_dirs: list[Path]) -> str:
+    lines = ["# Batch runs", "", "Every notebook executed by `dslbench batch`, with its parameters.", ""]
+    entries = []
+    for d in batch_dirs:
+        manifest = d / "batch.json"
+        if manifest.exists():
+            entries += json.loads(manifest.read_text())
+    if not entries:
+        return "\n".join(lines + ["No batch runs were made for this build."])
+    lines += ["| notebook | parameters | status |", "|---|---|---|"]
+    for e in entries:
+        lines.append(f"| `{e['output']}` | `{json.dumps(e['parameters'], sort_keys=True)}` | {e['status']} |")
+    return "\n".join(lines)
+
+
+def generate_sources(run_dir: Path, batch_dirs: list[Path] = ()) -> Path:
+    gen = book_dir() / "generated"
+    shutil.rmtree(gen, ignore_errors=True)
+    (gen / "stages").mkdir(parents=True)
+    (gen / "dsls").mkdir()
+    for nb in sorted((run_dir / "notebooks").glob("[0-9][0-9]_*.ipynb")):
+        shutil.copy(nb, gen / "stages" / nb.name)
+    tasks = load_tasks()
+    matrix = {r["dsl"]: r for r in doctor().to_dict("records")}
+    for dsl, ts in tasks.items():
+        (gen / "dsls" / f"{dsl}.md").write_text(dsl_card_md(dsl, ts, matrix.get(dsl, {})))
+    table = RunStore(run_dir).verdict_table() if run_dir.exists() else pd.DataFrame()
+    (gen / "results.md").write_text(results_md(table, run_dir.name))
+    (gen / "batch.md").write_text(batch_md(list(batch_dirs)))
+    return gen
+
+
+# --- static per-task pages ---------------------------------------------------------------------
+
+CSS = """body{font-family:system-ui,sans-serif;margin:1.5rem auto;max-width:70rem;padding:0 1rem;color:#222}
+pre{background:#f6f8fa;padding:.6rem;overflow:auto;max-height:28rem;white-space:pre-wrap;word-break:break-word}
+table{border-collapse:collapse;width:100%}td,th{border:1px solid #ccc;padding:.25rem .45rem;text-align:left;vertical-align:top}
+.pass{color:#116b24;font-weight:600}.fail{color:#b00020;font-weight:600}.unavailable,.error{color:#8a6d00;font-weight:600}
+nav a{margin-right:1rem}input,select{margin:.2rem .5rem .6rem 0}"""
+
+FILTER_JS = """function applyFilter(){const q=document.getElementById('q').value.toLowerCase();
+const s=document.getElementById('syn').value,m=document.getElementById('sem').value;let n=0;
+for(const tr of document.querySelectorAll('tbody tr')){const ok=tr.dataset.key.includes(q)&&(!s||tr.dataset.syntax===s)&&(!m||tr.dataset.semantic===m);
+tr.style.display=ok?'':'none';if(ok)n++;}document.getElementById('count').textContent=n+' shown';}"""
+
+
+def _page(title: str, body: str, root: str) -> str:
+    return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
+            f"<style>{CSS}</style></head><body><nav><a href='{root}index.html'>Book</a>"
+            f"<a href='{root}generated/results.html'>Results</a><a href='{root}tasks/index.html'>All task logs</a></nav>"
+            f"{body}</body></html>")
+
+
+def _verdict_cell(status) -> str:
+    status = str(status)
+    return f"<span class='{html.escape(status)}'>{html.escape(status)}</span>"
+
+
+def _pre(text) -> str:
+    return f"<pre>{html.escape('' if text is None or (isinstance(text, float) and math.isnan(text)) else str(text))}</pre>"
+
+
+def task_page(r: dict, task, root: str) -> str:
+    messages = json.loads(r["prompt"]) if r.get("prompt") else []
+    prompt = "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in messages)
+    rows = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in [
+        ("DSL / task", f"{html.escape(r['dsl'])} / {html.escape(r['task_id'])}"),
+        ("model / method / sample", f"{html.escape(str(r['model']))} / {html.escape(str(r['method']))} / {r['sample']}"),
+        ("toolchain", f"{html.escape(str(r['toolchain']))} — {html.escape(str(r['toolchain_version']))}"),
+        ("dialect", html.escape(str(r.get("dialect") or ""))),
+        ("syntax", f"{_verdict_cell(r['syntax_status'])} {html.escape(str(r['syntax_diagnostics'] or ''))}"),
+        ("semantic", f"{_verdict_cell(r['semantic_status'])} {html.escape(str(r['semantic_diagnostics'] or ''))}"),
+        ("sandbox", html.escape(str(r.get("sandbox") or ""))),
+        ("extraction rule / prompt version", f"{html.escape(str(r['extraction_rule']))} / {html.escape(str(r['prompt_version']))}"),
+        ("code revision", html.escape(str(r.get("revision") or ""))),
+    ])
+    body = [f"<h1>{html.escape(r['task_id'])}: {html.escape(task.title if task else '')}</h1>",
+            f"<table>{rows}</table>",
+            "<h2>Instruction</h2>", _pre(task.instruction if task else "(task no longer in the task set)"),
+            "<h2>Prompt as sent</h2>", _pre(prompt),
+            "<h2>Raw model output</h2>", _pre(r["raw_output"]),
+            "<h2>Extracted program</h2>", _pre(r["program"]),
+            "<h2>Syntax check: command and log</h2>", _pre(r["syntax_command"]), _pre(r["syntax_log"]),
+            "<h2>Semantic check: command and log</h2>", _pre(r["semantic_command"]), _pre(r["semantic_log"]),
+            "<h2>Gold solution</h2>", _pre(task.gold if task else "")]
+    return _page(f"{r['dsl']} {r['task_id']}", "\n".join(body), root)
+
+
+def write_task_pages(table: pd.DataFrame, out: Path) -> int:
+    """Per-task pages and paginated, filterable slice indexes under out/tasks/. Returns pages written."""
+    tasks = {t.id: t for ts in load_tasks().values() for t in ts}
+    shutil.rmtree(out / "tasks", ignore_errors=True)
+    (out / "tasks").mkdir(parents=True)
+    written = 0
+    slices = []
+    for (dsl, model, method), g in table.groupby(["dsl", "model", "method"], sort=True):
+        g = g.sort_values(["task_id", "sample"])
+        for _, r in g.iterrows():
+            rel = task_page_path(dsl, r["task_id"], model, method, r["sample"])
+            path = out / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            root = "../" * (rel.count("/"))
+            path.write_text(task_page(r.to_dict(), tasks.get(r["task_id"]), root))
+            written += 1
+        pages = max(1, math.ceil(len(g) / PAGE_ROWS))
+        for p in range(1, pages + 1):
+            chunk = g.iloc[(p - 1) * PAGE_ROWS: p * PAGE_ROWS]
+            rel = slice_index_path(dsl, model, method, p)
+            root = "../" * rel.count("/")
+            rows = "".join(
+                f"<tr data-key='{html.escape(str(r['task_id']).lower())}' data-syntax='{html.escape(str(r['syntax_status']))}' "
+                f"data-semantic='{html.escape(str(r['semantic_status']))}'>"
+                f"<td><a href='{html.escape(Path(task_page_path(dsl, r['task_id'], model, method, r['sample'])).name)}'>"
+                f"{html.escape(str(r['task_id']))}</a></td><td>{r['sample']}</td><td>{html.escape(str(r.get('difficulty') or ''))}</td>"
+                f"<td>{_verdict_cell(r['syntax_status'])}</td><td>{_verdict_cell(r['semantic_status'])}</td>"
+                f"<td>{html.escape(str(r['semantic_diagnostics'] or r['syntax_diagnostics'] or '')[:160])}</td></tr>"
+                for _, r in chunk.iterrows())
+            options = "".join(f"<option>{s}</option>" for s in ("pass", "fail", "unavailable", "error"))
+            pager = " ".join(f"<a href='{Path(slice_index_path(dsl, model, method, i)).name}'>{i}</a>" if i != p else f"<b>{i}</b>"
+                             for i in range(1, pages + 1)) if pages > 1 else ""
+            body = (f"<h1>{html.escape(dsl)} — {html.escape(str(model))} — {html.escape(str(method))}</h1>"
+                    f"<p>{len(g)} task records; page {p} of {pages}. {pager}</p>"
+                    "<input id='q' placeholder='search task id' oninput='applyFilter()'>"
+                    f"syntax <select id='syn' onchange='applyFilter()'><option value=''>any</option>{options}</select>"
+                    f"semantic <select id='sem' onchange='applyFilter()'><option value=''>any</option>{options}</select>"
+                    "<span id='count'></span>"
+                    "<table><thead><tr><th>task</th><th>sample</th><th>difficulty</th><th>syntax</th><th>semantic</th>"
+                    f"<th>diagnostics</th></tr></thead><tbody>{rows}</tbody></table><script>{FILTER_JS}</script>")
+            (out / rel).write_text(_page(f"{dsl} {model} {method}", body, root))
+        slices.append((dsl, model, method, len(g), int((g["semantic_status"] == "pass").sum())))
+    items = "".join(f"<tr data-key='{html.escape((d + ' ' + str(m) + ' ' + str(me)).lower())}' data-syntax='' data-semantic=''>"
+                    f"<td><a href='{html.escape(slice_index_path(d, m, me)[len('tasks/'):])}'>{html.escape(d)}</a></td>"
+                    f"<td>{html.escape(str(m))}</td><td>{html.escape(str(me))}</td><td>{n}</td><td>{k}</td></tr>"
+                    for d, m, me, n, k in slices)
+    body = ("<h1>Task logs</h1><p>One page per (DSL, task, model, method, sample). Pick a slice:</p>"
+            "<input id='q' placeholder='filter DSL / model / method' oninput='applyFilter()'>"
+            "<select id='syn' hidden><option value=''></option></select><select id='sem' hidden><option value=''></option></select>"
+            "<span id='count'></span><table><thead><tr><th>DSL</th><th>model</th><th>method</th><th>records</th>"
+            f"<th>semantic passes</th></tr></thead><tbody>{items}</tbody></table><script>{FILTER_JS}</script>")
+    (out / "tasks" / "index.html").write_text(_page("Task logs", body, "../"))
+    return written
+
+
+# --- vendored JavaScript and the build -----------------------------------------------------------
+
+VENDOR_FILES = {  # source under book/vendor/node_modules -> destination under the build's vendor/
+    "requirejs/require.js": "require.js",
+    "@jupyter-widgets/html-manager/dist": "html-manager",
+    "mathjax/es5": "mathjax",
+}
+
+
+def copy_vendor(extra_dir: Path) -> None:
+    modules = book_dir() / "vendor" / "node_modules"
+    if not modules.exists():
+        raise FileNotFoundError(f"{modules} is missing: run ./install.sh (it runs npm ci in book/vendor)")
+    for src, dst in VENDOR_FILES.items():
+        s, d = modules / src, extra_dir / "vendor" / dst
+        d.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copytree(s, d, dirs_exist_ok=True) if s.is_dir() else shutil.copy(s, d)
+    # The widget manager's stylesheet asks for its icon fonts relative to the page that embeds it,
+    # and only stage notebooks embed it: serve the fonts there too.
+    dist = modules / "@jupyter-widgets/html-manager/dist"
+    for target in ("generated/stages/@jupyter-widgets/html-manager/dist", "generated/stages/@jupyter-widgets"):
+        (extra_dir / target).mkdir(parents=True, exist_ok=True)
+        for font in dist.iterdir():
+            if font.suffix in (".woff2", ".woff", ".ttf", ".eot", ".svg"):
+                shutil.copy(font, extra_dir / target / font.name)
+
+
+def build(run_dir: Path | str, batch_dirs: list[Path] = (), output: Path | None = None, quiet: bool = True) -> Path:
+    """Generate sources, build the Jupyter Book (offline), then write the per-task pages.
+
+    The HTML lands in <output>/_build/html (output defaults to book/); returns that folder.
+    """
+    run_dir = Path(run_dir).resolve()
+    output = Path(output).resolve() if output else book_dir()
+    generate_sources(run_dir, batch_dirs)
+    copy_vendor(book_dir() / "generated" / "extra")
+    out = output / "_build"
+    cmd = [str(Path(sys.executable).parent / "jupyter-book"), "build", str(book_dir()), "--path-output", str(output)]
+    if quiet:
+        cmd.append("--quiet")
+    res = subprocess.run(cmd, capture_output=True, text=True)
+    if res.returncode != 0:
+        raise RuntimeError(f"jupyter-book build failed:\n{res.stdout[-4000:]}\n{res.stderr[-4000:]}")
+    html_root = out / "html"
+    table = RunStore(run_dir).verdict_table() if run_dir.exists() else pd.DataFrame()
+    if not table.empty:
+        write_task_pages(table, html_root)
+    return html_root

@@ -1,0 +1,97 @@
+"""Interactive per-task viewer for Jupyter and Binder (ipywidgets).
+
+    from dslbench.viewer import TaskViewer
+    TaskViewer("runs/default")
+
+Filter by DSL, model, method and verdict, step through the matching records, and read for each the
+prompt, raw output, extracted program with a diff against the gold, commands, logs and verdicts.
+Records of later rounds of the same task (refinement) are listed together.
+"""
+from __future__ import annotations
+
+import difflib
+import html
+import json
+
+import ipywidgets as w
+import pandas as pd
+
+from .store import RunStore
+from .tasks import load_tasks
+
+ANY = "(any)"
+
+
+def record_html(row: dict, task, rounds: pd.DataFrame | None = None) -> str:
+    def pre(text):
+        return f"<pre style='white-space:pre-wrap;max-height:20em;overflow:auto'>{html.escape(str(text or ''))}</pre>"
+    messages = json.loads(row["prompt"]) if row.get("prompt") else []
+    gold = task.gold if task else ""
+    diff = difflib.HtmlDiff(wrapcolumn=70).make_table(
+        str(row.get("program") or "").splitlines(), gold.splitlines(), "candidate", "gold", context=False)
+    parts = [f"<h3>{html.escape(row['dsl'])} / {html.escape(row['task_id'])} — {html.escape(str(row['model']))}"
+             f" — {html.escape(str(row['method']))} — sample {row['sample']}</h3>",
+             f"<p><b>syntax</b>: {html.escape(str(row['syntax_status']))} — {html.escape(str(row['syntax_diagnostics'] or ''))}<br>"
+             f"<b>semantic</b>: {html.escape(str(row['semantic_status']))} — {html.escape(str(row['semantic_diagnostics'] or ''))}<br>"
+             f"<b>toolchain</b>: {html.escape(str(row['toolchain']))} {html.escape(str(row['toolchain_version']))}</p>"]
+    if rounds is not None and len(rounds) > 1:
+        parts.append("<b>All records of this task and model</b>" + rounds.to_html(index=False))
+    parts += ["<h4>Instruction</h4>", pre(task.instruction if task else ""),
+              "<h4>Prompt as sent</h4>", pre("\n\n".join(f"[{m['role']}]\n{m['content']}" for m in messages)),
+              "<h4>Raw output</h4>", pre(row.get("raw_output")),
+              "<h4>Candidate vs gold</h4>", diff,
+              "<h4>Syntax log</h4>", pre(row.get("syntax_log")), "<h4>Semantic log</h4>", pre(row.get("semantic_log"))]
+    return "\n".join(parts)
+
+
+class TaskViewer:
+    def __init__(self, run_dir):
+        self.table = RunStore(run_dir).verdict_table()
+        self.tasks = {t.id: t for ts in load_tasks().values() for t in ts}
+        opts = lambda col: [ANY] + sorted(map(str, self.table[col].dropna().unique()))  # noqa: E731
+        self.filters = {col: w.Dropdown(options=opts(col), description=col.split("_")[0])
+                        for col in ("dsl", "model", "method", "syntax_status", "semantic_status")}
+        self.position = w.BoundedIntText(value=0, min=0, max=0, description="record")
+        self.prev, self.next = w.Button(description="◀ previous"), w.Button(description="next ▶")
+        self.count = w.Label()
+        self.body = w.HTML()
+        for f in self.filters.values():
+            f.observe(lambda _: self._refilter(), names="value")
+        self.position.observe(lambda _: self._show(), names="value")
+        self.prev.on_click(lambda _: self._step(-1))
+        self.next.on_click(lambda _: self._step(1))
+        self.widget = w.VBox([w.HBox(list(self.filters.values())[:3]), w.HBox(list(self.filters.values())[3:]),
+                              w.HBox([self.prev, self.position, self.next, self.count]), self.body])
+        self._refilter()
+
+    def matching(self) -> pd.DataFrame:
+        df = self.table
+        for col, f in self.filters.items():
+            if f.value != ANY:
+                df = df[df[col].astype(str) == f.value]
+        return df.sort_values(["dsl", "task_id", "model", "method", "sample"]).reset_index(drop=True)
+
+    def _refilter(self):
+        self.current = self.matching()
+        self.position.max = max(len(self.current) - 1, 0)
+        self.position.value = 0
+        self._show()
+
+    def _step(self, delta: int):
+        self.position.value = min(max(self.position.value + delta, 0), self.position.max)
+
+    def _show(self):
+        n = len(self.current)
+        self.count.value = f"{n} matching record(s)"
+        if not n:
+            self.body.value = "<p>No record matches these filters.</p>"
+            return
+        row = self.current.iloc[self.position.value].to_dict()
+        same = self.table[(self.table["dsl"] == row["dsl"]) & (self.table["task_id"] == row["task_id"])
+                          & (self.table["model"] == row["model"])]
+        rounds = same[["method", "sample", "syntax_status", "semantic_status"]]
+        self.body.value = record_html(row, self.tasks.get(row["task_id"]), rounds)
+
+    def _ipython_display_(self):
+        from IPython.display import display
+        display(self.widget)

@@ -1,0 +1,221 @@
+"""Behavior Tree XML (BehaviorTree.CPP v4): the validator on the real toolchain (behaviortreepy), the
+oracle spec checks and the BTGenBot importer. No mock of the toolchain: every verdict here comes
+from BehaviorTree.CPP running in the sandbox."""
+import dataclasses
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dslbench import pipeline, toolchains
+from dslbench.tasks import TaskError, load_task_file, load_tasks
+from dslbench.upstream import write_tasks
+
+FIXTURES = Path(__file__).parent / "fixtures" / "behaviortree"
+DSL = "behaviortree"
+
+
+@pytest.fixture(scope="module")
+def tasks():
+    probe = toolchains.probe(DSL)
+    if not probe.available:
+        pytest.skip(f"BehaviorTree.CPP unavailable here: {probe.reason}")
+    return {t.id: t for t in load_tasks([DSL])[DSL]}
+
+
+def judge(task, program):
+    out = pipeline.evaluate(DSL, task, program)
+    return out["syntax"], out["semantic"]
+
+
+def mainxml(body: str, extra: str = "") -> str:
+    return (f'<root BTCPP_format="4" main_tree_to_execute="MainTree">\n<BehaviorTree ID="MainTree">\n{body}\n'
+            f"</BehaviorTree>\n{extra}</root>\n")
+
+
+def test_probe_names_the_btcpp_release(tasks):
+    probe = toolchains.probe(DSL)
+    assert probe.available and probe.version.startswith("BehaviorTree.CPP 4.")
+    assert "behaviortreepy 0.1.4" in probe.version
+    assert "BTCPP_format" in probe.dialect
+
+
+def test_version_3_constructs_are_rejected_by_btcpp(tasks):
+    t = tasks["behaviortree-011"]
+    syn, sem = judge(t, t.gold.replace("SequenceWithMemory", "SequenceStar"))
+    assert syn["status"] == "fail" and "Node not recognized: SequenceStar" in syn["diagnostics"]
+    assert sem["status"] == "fail"
+    v3_root = t.gold.replace('BTCPP_format="4" ', "")
+    syn, _ = judge(t, v3_root)
+    assert syn["status"] == "fail" and 'BTCPP_format="4"' in syn["diagnostics"]
+    syn, _ = judge(t, t.gold.replace('BTCPP_format="4"', 'BTCPP_format="3"'))
+    assert syn["status"] == "fail"
+
+
+def test_port_names_and_typed_literals_follow_the_palette(tasks):
+    t = tasks["behaviortree-018"]
+    syn, _ = judge(t, t.gold.replace('<Spin angle="1.57"/>', '<Spin radians="1.57"/>'))
+    assert syn["status"] == "fail"
+    assert "a port with name [radians] is found in the XML (<Spin>, line 12)" in syn["diagnostics"]
+    syn, _ = judge(t, t.gold.replace('angle="1.57"', 'angle="quarter"'))
+    assert syn["status"] == "fail" and 'value "quarter" can not be converted to double' in syn["diagnostics"]
+    # std::stod reads a numeric prefix, as BT.CPP does: 1.57rad is accepted and read as 1.57
+    syn, sem = judge(t, t.gold.replace('angle="1.57"', 'angle="1.57rad"'))
+    assert syn["status"] == "pass" and sem["status"] == "pass", sem["diagnostics"]
+
+
+def test_line_numbers_point_into_the_candidate_text(tasks):
+    t = tasks["behaviortree-001"]
+    program = ('<?xml version="1.0"?>\n<!-- header -->\n<root BTCPP_format="4"\n      main_tree_to_execute="MainTree">\n'
+               '  <BehaviorTree ID="MainTree">\n    <Sequence>\n      <MoveBase\n          goal="{goal}"/>\n'
+               '      <SequenceStar><Recharge/></SequenceStar>\n    </Sequence>\n  </BehaviorTree>\n</root>\n')
+    syn, _ = judge(t, program)
+    assert syn["diagnostics"] == "Error at line 9: -> Node not recognized: SequenceStar"
+
+
+def test_mandatory_ports_and_output_bindings_are_checked(tasks):
+    t = tasks["behaviortree-002"]
+    syn, sem = judge(t, t.gold.replace(' pose="{cup_pose}"/>\n      <Pick', '/>\n      <Pick'))
+    assert syn["status"] == "pass" and sem["status"] == "fail"
+    assert "lacks its mandatory output port [pose]" in sem["diagnostics"]
+
+
+def test_dataflow_through_the_blackboard_is_compared(tasks):
+    t = tasks["behaviortree-008"]
+    syn, sem = judge(t, t.gold.replace('<FollowPath path="{path}"/>', '<FollowPath path="{plan}"/>'))
+    assert syn["status"] == "pass" and sem["status"] == "fail"
+    assert "FollowPath path=<unset> -> FAILURE (missing input)" in sem["diagnostics"]
+    # key names are free: the same wiring under other names is the same program
+    renamed = t.gold.replace("{path}", "{global_plan}")
+    assert [v["status"] for v in judge(t, renamed)] == ["pass", "pass"]
+
+
+@pytest.mark.parametrize("path", sorted((FIXTURES / "equivalent").glob("*.xml")), ids=lambda p: p.name)
+def test_equivalent_programs_pass(tasks, path):
+    task = tasks[path.name.split(".")[0]]
+    syn, sem = judge(task, path.read_text())
+    assert (syn["status"], sem["status"]) == ("pass", "pass"), (syn["diagnostics"], sem["diagnostics"])
+
+
+def test_never_ending_trees_are_compared_on_their_prefix(tasks):
+    base = tasks["behaviortree-004"]
+    patrol = mainxml('<Repeat num_cycles="-1">\n<Sequence>\n<MoveBase goal="dock_a"/>\n<MoveBase goal="dock_b"/>\n'
+                     "</Sequence>\n</Repeat>")
+    task = dataclasses.replace(base, gold=patrol, oracle={**base.oracle, "scenarios": [
+        {"name": "endless patrol", "nodes": {"MoveBase": ["RUNNING", "SUCCESS"]}, "max_ticks": 12}]})
+    assert [v["status"] for v in judge(task, patrol)] == ["pass", "pass"]
+    syn, sem = judge(task, patrol.replace("-1", "2"))
+    assert syn["status"] == "pass" and sem["status"] == "fail"
+    assert "the tree ended with SUCCESS, expected 'MoveBase goal=dock_a -> SUCCESS' next" in sem["diagnostics"]
+
+
+def test_hostile_trees_are_contained(tasks):
+    t = tasks["behaviortree-001"]
+    recursive = mainxml('<SubTree ID="MainTree"/>')
+    syn, _ = judge(t, recursive)
+    assert syn["status"] == "fail"
+    busy = mainxml('<Repeat num_cycles="-1"><ScriptCondition code="true"/></Repeat>')
+    syn, sem = judge(t, busy)
+    assert syn["status"] == "pass" and sem["status"] == "fail"
+    runtime = mainxml('<Sequence><ScriptCondition code="nobody_set_this == 1"/><MoveBase goal="{goal}"/></Sequence>')
+    syn, sem = judge(t, runtime)
+    assert sem["status"] == "fail" and "Variable not found: nobody_set_this" in sem["diagnostics"]
+
+
+def test_verdicts_are_reproducible(tasks):
+    t = tasks["behaviortree-012"]
+    program = t.mutants[2].program
+    first, second = judge(t, program), judge(t, program)
+    for a, b in zip(first, second):
+        assert (a["status"], a["diagnostics"], a["command"], a["log"]) == (b["status"], b["diagnostics"], b["command"], b["log"])
+
+
+def _task_yaml(tmp_path, oracle_patch):
+    data = yaml.safe_load(Path(load_tasks([DSL])[DSL][0].path).read_text())
+    data["oracle"].update(oracle_patch)
+    folder = tmp_path / DSL
+    folder.mkdir()
+    path = folder / f"{data['id']}.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    return path
+
+
+@pytest.mark.parametrize("patch, field, words", [
+    ({"scenarios": [{"name": "x", "nodes": {"Teleport": ["SUCCESS"]}}]}, "oracle.scenarios[0].nodes.Teleport",
+     "not a node of the palette"),
+    ({"scenarios": [{"name": "x", "nodes": {"IsBatteryLow": ["RUNNING"]}}]}, "oracle.scenarios[0].nodes.IsBatteryLow",
+     "cannot return RUNNING"),
+    ({"scenarios": [{"name": "x", "nodes": {"MoveBase": ["DONE"]}}]}, "oracle.scenarios[0].nodes.MoveBase",
+     "non-empty list"),
+    ({"palette": "missing.xml"}, "oracle.palette", "context file"),
+    ({"scenarios": [{"name": "x", "max_ticks": 0}]}, "oracle.scenarios[0].max_ticks", "integer"),
+    ({"scenarios": [{"name": "x", "outputs": {"MoveBase": {"goal": ["a"]}}}]},
+     "oracle.scenarios[0].outputs.MoveBase.goal", "not an output port"),
+    ({"tick_limit": 3}, "oracle.tick_limit", "unknown oracle field"),
+])
+def test_malformed_oracle_is_rejected_with_its_field(tmp_path, patch, field, words):
+    path = _task_yaml(tmp_path, patch)
+    with pytest.raises(TaskError) as err:
+        load_task_file(path, toolchains.get(DSL).check_oracle)
+    assert err.value.field == field and words in err.value.message and err.value.line
+
+
+def test_btgenbot_import_maps_fields_and_migrates(tmp_path, tasks):
+    tc = toolchains.get(DSL)
+    imported = tc.import_upstream(FIXTURES / "bt_dataset.json")
+    by_id = {t["id"]: t for t in imported}
+    assert sorted(by_id) == ["behaviortree-btgenbot-0000", "behaviortree-btgenbot-0001",
+                             "behaviortree-btgenbot-0002", "behaviortree-btgenbot-0006"]
+    skipped = dict(tc.import_report)
+    assert "PipelineSequence" in skipped[3] and "does not parse" in skipped[4]
+    assert "Missing parameter [num_cycles]" in skipped[5]
+    restock = by_id["behaviortree-btgenbot-0001"]
+    record = json.loads((FIXTURES / "bt_dataset.json").read_text())[1]
+    assert restock["provenance"] == {**restock["provenance"], "source": "upstream", "upstream_id": "1",
+                                     "benchmark": "BTGenBot bt_dataset.json"}
+    assert record["input"] in restock["instruction"] and "nodes.xml" in restock["instruction"]
+    assert "<SequenceStar> -> <SequenceWithMemory>" in restock["provenance"]["migration"]
+    assert "SubTree __autoremap -> _autoremap=\"true\"" in restock["provenance"]["migration"]
+    assert "SequenceStar" not in restock["gold"] and 'BTCPP_format="4"' in restock["gold"]
+    assert restock["failure_modes"] == ["structure", "version"]
+    assert '<Condition ID="CrateAttached"/>' in restock["context"]["nodes.xml"]  # from its TreeNodesModel
+    guard = by_id["behaviortree-btgenbot-0002"]
+    assert "<Precondition if=\"mode == 'armed'\" else=\"SUCCESS\">" in guard["gold"]
+    assert 'success_count="1"' in guard["gold"]
+    assert guard["oracle"]["scenarios"][-1]["blackboard"]["mode"] == "not_armed"
+    hello = by_id["behaviortree-btgenbot-0006"]["context"]["nodes.xml"]
+    assert '<input_port name="greeting" type="std::string" default=""/>' in hello
+    assert '<Condition ID="IsPersonNearby"/>' in hello
+    written = write_tasks(DSL, imported, tmp_path)  # strict load of every file
+    assert len(written) == 4
+    reloaded = load_task_file(written[1], tc.check_oracle)
+    assert reloaded.provenance["source"] == "upstream"
+    for path in written:  # the migrated golds pass their own oracle on the real toolchain
+        task = load_task_file(path, tc.check_oracle)
+        assert [v["status"] for v in judge(task, task.gold)] == ["pass", "pass"], task.id
+
+
+def test_btgenbot_malformed_record_names_the_record():
+    with pytest.raises(ValueError) as err:
+        toolchains.get(DSL).import_upstream(FIXTURES / "bt_dataset_bad.json")
+    assert "record 1" in str(err.value) and "'output'" in str(err.value)
+
+
+def test_missing_binding_gives_unavailable_with_reason(monkeypatch):
+    import importlib.metadata as md
+    real = md.version
+
+    def version(name):
+        if name == "behaviortreepy":
+            raise md.PackageNotFoundError(name)
+        return real(name)
+    monkeypatch.setattr(md, "version", version)
+    toolchains.probe.cache_clear()
+    try:
+        task = load_tasks([DSL])[DSL][0]
+        out = pipeline.evaluate(DSL, task, task.gold)
+        assert out["syntax"]["status"] == out["semantic"]["status"] == "unavailable"
+        assert "behaviortreepy" in out["syntax"]["diagnostics"]
+    finally:
+        toolchains.probe.cache_clear()

@@ -1,0 +1,173 @@
+"""The published supplement: build the book from a real (small) pipeline run, then drive headless
+Chromium over it: screenshots of the index, a stage chapter with a figure and a per-task page;
+figures, maths and tables must render, and no page may request anything outside the build folder."""
+import http.server
+import json
+import re
+import shutil
+import subprocess
+import threading
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from conftest import run_cli
+from dslbench import book
+from dslbench.batch import load_grid, run_batch
+from dslbench.store import RunStore
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    base = tmp_path_factory.mktemp("book")
+    run = base / "run"
+    r = run_cli("pipeline", "--run", str(run), "--dsl", "jq", "--dsl", "verilog", "--limit", "1", "--no-book", "--param", "max_tokens=48", "--param", "simulate_check=false",
+                env={"DSLBENCH_CACHE": str(base / "cache")})
+    assert r.returncode == 0, r.stderr[-3000:]
+    html_root = book.build(run, output=base / "out")
+    return run, html_root
+
+
+def test_book_has_every_part(built):
+    run, root = built
+    for page in ("index.html", "generated/results.html", "generated/stages/02_generation.html",
+                 "generated/stages/03_validation.html", "generated/dsls/jq.html", "reproduce.html", "threats.html",
+                 "tasks/index.html", "vendor/require.js", "vendor/mathjax/tex-chtml.js"):
+        assert (root / page).exists(), page
+    card = (root / "generated/dsls/verilog.html").read_text()
+    assert "Validation boundary" in card and "Icarus Verilog" in card
+
+
+def test_results_table_reaches_a_task_log_in_two_clicks(built):
+    run, root = built
+    results = root / "generated" / "results.html"
+    table = RunStore(run).verdict_table()
+    r = table.iloc[0]
+    first = book.slice_index_path(r["dsl"], r["model"], r["method"])
+    assert f"../{first}" in results.read_text()                                  # click 1
+    task_href = Path(book.task_page_path(r["dsl"], r["task_id"], r["model"], r["method"], r["sample"])).name
+    assert f"href='{task_href}'" in (root / first).read_text()                    # click 2
+    page = (root / first).parent / task_href
+    text = page.read_text()
+    for part in ("Prompt as sent", "Raw model output", "Extracted program", "Gold solution",
+                 r["syntax_command"].split()[0], r["syntax_status"]):
+        assert part in text
+
+
+def test_large_runs_are_paginated(built, tmp_path, monkeypatch):
+    run, root = built
+    table = RunStore(run).verdict_table()
+    many = table.loc[table.index.repeat(7)].reset_index(drop=True)
+    many["sample"] = range(len(many))
+    monkeypatch.setattr(book, "PAGE_ROWS", 3)
+    book.write_task_pages(many, tmp_path)
+    pages = sorted(p.name for p in tmp_path.rglob("index-*.html"))
+    assert pages, "slices longer than a page must be split"
+
+
+def _host(request: str) -> str:
+    """Host of a proxied request ('CONNECT host:443' or 'http://host/...'); '' for local paths."""
+    if request.startswith("CONNECT "):
+        return request.split()[1].rsplit(":", 1)[0]
+    m = re.match(r"https?://([^/:]+)", request)
+    return m.group(1) if m else ""
+
+
+class _Recorder(http.server.SimpleHTTPRequestHandler):
+    seen: list = []
+
+    def log_message(self, *a):
+        pass
+
+    def do_GET(self):
+        type(self).seen.append(self.path)
+        if self.path.startswith("http"):      # a proxied request for another host: refuse it
+            self.send_error(403)
+            return
+        super().do_GET()
+
+    def do_CONNECT(self):                     # https through the proxy
+        type(self).seen.append("CONNECT " + self.path)
+        self.send_error(403)
+
+
+@pytest.mark.skipif(not CHROMIUM, reason="Debian chromium is installed by install.sh; missing here")
+def test_browser_renders_pages_offline(built):
+    run, root = built
+    _Recorder.seen = []
+    handler = lambda *a, **k: _Recorder(*a, directory=str(root), **k)  # noqa: E731
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    port = server.server_address[1]
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    table = RunStore(run).verdict_table()
+    r = table.iloc[0]
+    pages = {"index": "index.html", "stage": "generated/stages/03_validation.html",
+             "results": "generated/results.html",
+             "task": book.task_page_path(r["dsl"], r["task_id"], r["model"], r["method"], r["sample"])}
+    shots = root.parents[1] / "screenshots"
+    shots.mkdir(exist_ok=True)
+    doms = {}
+
+    def chromium(name, *args):
+        return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                               "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                               f"--user-data-dir={shots / ('profile-' + name)}", "--virtual-time-budget=8000",
+                               f"--proxy-server=http://127.0.0.1:{port}", "--window-size=1280,1400", *args],
+                              capture_output=True, text=True, timeout=120)
+    try:
+        # What the browser contacts by itself (component updates, time service) on a blank page is
+        # its own business; anything beyond that came from our pages.
+        chromium("blank", "--dump-dom", "about:blank")
+        browser_own = {_host(p) for p in _Recorder.seen}
+        _Recorder.seen = []
+        for name, page in pages.items():
+            url = f"http://127.0.0.1:{port}/{page}"
+            chromium(name, f"--screenshot={shots / (name + '.png')}", url)
+            doms[name] = chromium(name, "--dump-dom", url).stdout
+    finally:
+        server.shutdown()
+    for name in pages:
+        png = shots / f"{name}.png"
+        assert png.exists() and png.stat().st_size > 10_000, f"screenshot {name} missing or blank"
+    assert "<table" in doms["results"] and "mjx-container" in doms["results"], "maths must be typeset by MathJax"
+    images = re.findall(r'<img[^>]+src="([^"]+\.png)"', doms["stage"])
+    assert images, "the stage chapter must show its figure"
+    assert any(p.endswith(".png") and p.startswith("/_images/") for p in _Recorder.seen), "the figure must be loaded"
+    assert "<table" in doms["stage"]
+    assert "Extracted program" in doms["task"]
+    outside = [p for p in _Recorder.seen if not p.startswith("/") and _host(p) not in browser_own]
+    assert not outside, f"requests left the build folder: {outside}"
+    missing = [p for p in _Recorder.seen if p.startswith("/") and p != "/favicon.ico"  # asked by the browser itself
+               and not (root / p.split("?")[0].lstrip("/")).exists()]
+    assert not missing, f"requests for files not in the build: {missing}"
+
+
+def test_batch_runs_are_resumable_and_indexed(tmp_path):
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(json.dumps({
+        "notebook": "notebooks/03_validation.ipynb", "output_dir": str(tmp_path / "out"),
+        "parameters": {"run_dir": [str(tmp_path / "a"), str(tmp_path / "b")], "selfcheck": [False, False]},
+        "zip": True}))
+    assert len(load_grid(grid)["combos"]) == 2
+    first = run_batch(grid)
+    assert [e["status"] for e in first] == ["finished", "finished"]
+    again = run_batch(grid)
+    assert all(e["status"].startswith("skipped") for e in again)
+    nb = nbformat.read(tmp_path / "out" / first[0]["output"], as_version=4)
+    assert nb.metadata["papermill"]["parameters"]["run_dir"] == str(tmp_path / "a")
+    assert "selfcheck" in book.batch_md([tmp_path / "out"])
+
+
+def test_viewer_shows_a_record_with_diff(built):
+    from dslbench.viewer import TaskViewer
+    run, _ = built
+    v = TaskViewer(run)
+    assert len(v.current) >= 2
+    assert "Candidate vs gold" in v.body.value and "Prompt as sent" in v.body.value
+    v.filters["dsl"].value = "verilog"
+    assert set(v.current["dsl"]) == {"verilog"}
+    v.next.click()
+    assert v.position.value == min(1, v.position.max)

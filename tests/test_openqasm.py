@@ -1,0 +1,231 @@
+"""OpenQASM 3 on the real toolchain (openqasm3 reference parser + Qiskit importer + Qiskit Aer): what each
+level rejects and why, the register interface, hidden oracle variants, the strict oracle spec check,
+and the QCircuitBench loader (fixtures in tests/fixtures/openqasm, written for these tests)."""
+import shutil
+import warnings
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dslbench import pipeline, toolchains
+from dslbench.tasks import Task, TaskError, load_task_file, load_tasks
+from dslbench.upstream import dump_task, write_tasks
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures" / "openqasm"
+QCB = FIXTURES / "qcircuitbench"
+H = 'OPENQASM 3.0;\ninclude "stdgates.inc";\n'
+
+
+@pytest.fixture(scope="module", autouse=True)
+def available():
+    probe = toolchains.probe("openqasm")
+    if not probe.available:
+        pytest.skip(f"openqasm toolchain unavailable here: {probe.reason}")
+
+
+def make_task(gold: str, oracle: dict, context: dict | None = None) -> Task:
+    return Task(id="openqasm-test", dsl="openqasm", domain="Quantum Computing", title="test", difficulty="easy",
+                constructs=("test",), failure_modes=(), instruction="test", context=context or {}, gold=gold,
+                oracle=oracle, provenance={"source": "authored", "licence": "CC-BY-4.0"}, split="test")
+
+
+BELL = make_task(H + "qubit[2] q;\nh q[0];\ncx q[0], q[1];\n", {"mode": "statevector", "qubits": {"q": 2}})
+
+
+def test_probe_names_both_parsers_and_the_simulator():
+    probe = toolchains.probe("openqasm")
+    for part in ("openqasm3 1.", "ANTLR 4.", "Qiskit 2.", "qiskit-qasm3-import 0.", "Qiskit Aer 0."):
+        assert part in probe.version
+    assert "OpenQASM 3" in probe.dialect
+
+
+@pytest.mark.parametrize("program, reason", [
+    (H + "qubit[2] q;\nh q[0]\ncx q[0], q[1];\n", "openqasm3 parser: line 5:0 missing ';' at 'cx'"),
+    ('OPENQASM 2.0;\ninclude "qelib1.inc";\nqreg q[2];\nh q[0];\ncx q[0],q[1];\n', "declares OPENQASM 2.0"),
+    ('OPENQASM 3.0;\ninclude "qelib1.inc";\nqubit[2] q;\nh q[0];\n', 'include "qelib1.inc": no such file'),
+    (H + "qubit[2] q;\nh q[0];\ncu1(pi/2) q[0], q[1];\n", "Qiskit importer: 5,0: gate 'cu1' is not defined"),
+    (H + "qubit[2] q;\nh q[2];\n", "Qiskit importer: IndexError: index out of range"),
+    (H + "qubit[2] q;\nbit[2] c;\nc[0] = measure q[0];\nif (c[0] == 1) x q[1];\n",
+     "conditions must be 'bit == const bool'"),
+])
+def test_syntax_failures_say_which_tool_rejected_what(program, reason):
+    out = pipeline.evaluate("openqasm", BELL, program)
+    assert out["syntax"]["status"] == "fail"
+    assert reason in out["syntax"]["diagnostics"]
+    assert out["semantic"]["status"] == "fail" and "not run" in out["semantic"]["diagnostics"]
+
+
+def test_qasm2_register_syntax_is_legal_openqasm3_and_judged_on_behaviour():
+    program = H + "qreg q[2];\ncreg c[2];\nh q[0];\ncx q[0], q[1];\nmeasure q -> c;\n"
+    out = pipeline.evaluate("openqasm", BELL, program)
+    assert out["syntax"]["status"] == "pass" and out["semantic"]["status"] == "pass"
+
+
+def test_included_oracle_is_inlined_without_shifting_line_numbers():
+    oracle_inc = "// a comment line\ngate Oracle a, b {\n  cx a, b;\n}\n"
+    task = make_task(H + 'include "oracle.inc";\nqubit[2] q;\nOracle q[0], q[1];\n',
+                     {"mode": "unitary", "qubits": {"q": 2}}, {"oracle.inc": oracle_inc})
+    assert pipeline.evaluate("openqasm", task, task.gold)["semantic"]["status"] == "pass"
+    wrong = H + 'include "oracle.inc";\nqubit[2] q;\n\nOracle q[0], q[1];\nfoo q[0];\n'
+    out = pipeline.evaluate("openqasm", task, wrong)
+    assert "7,0: gate 'foo' is not defined" in out["syntax"]["diagnostics"]
+
+
+def test_registers_are_matched_by_name_not_declaration_order():
+    task = make_task(H + "qubit[1] a;\nqubit[2] b;\nx a[0];\ncx a[0], b[1];\n",
+                     {"mode": "unitary", "qubits": {"a": 1, "b": 2}})
+    swapped = H + "qubit[2] b;\nqubit a;\nx a;\ncx a, b[1];\n"
+    assert pipeline.evaluate("openqasm", task, swapped)["semantic"]["status"] == "pass"
+    out = pipeline.evaluate("openqasm", task, H + "qubit[3] q;\nx q[0];\ncx q[0], q[2];\n")
+    assert out["syntax"]["status"] == "pass" and out["semantic"]["status"] == "fail"
+    assert "expected a[1], b[2], declared q[3]" in out["semantic"]["diagnostics"]
+
+
+def test_semantic_diagnostics_show_the_first_difference():
+    out = pipeline.evaluate("openqasm", BELL, H + "qubit[2] q;\nh q[0];\ncx q[1], q[0];\n")
+    assert out["semantic"]["status"] == "fail"
+    assert "fidelity 0.250" in out["semantic"]["diagnostics"]
+    assert "expected 0.707|q=00> + 0.707|q=11>" in out["semantic"]["diagnostics"]
+    cz = make_task(H + "qubit[2] q;\ncz q[0], q[1];\n", {"mode": "unitary", "qubits": {"q": 2}})
+    out = pipeline.evaluate("openqasm", cz, H + "qubit[2] q;\ncx q[0], q[1];\n")
+    assert "first differing input |q=01>" in out["semantic"]["diagnostics"]
+    # Equal up to global phase passes: rz and p differ only by a phase.
+    phase = make_task(H + "qubit[1] q;\np(pi/3) q[0];\n", {"mode": "unitary", "qubits": {"q": 1}})
+    assert pipeline.evaluate("openqasm", phase, H + "qubit[1] q;\nrz(pi/3) q[0];\n")["semantic"]["status"] == "pass"
+
+
+def test_mid_circuit_measurement_is_not_a_unitary():
+    task = make_task(H + "qubit[2] q;\nh q[0];\n", {"mode": "unitary", "qubits": {"q": 2}})
+    program = H + "qubit[2] q;\nbit b;\nh q[0];\nb = measure q[0];\nh q[0];\n"
+    out = pipeline.evaluate("openqasm", task, program)
+    assert out["semantic"]["status"] == "fail" and "mid-circuit measurement" in out["semantic"]["diagnostics"]
+    program = H + "qubit[2] q;\nbit b;\nh q[0];\nb = measure q[0];\nif (b) x q[1];\n"
+    out = pipeline.evaluate("openqasm", task, program)
+    assert out["semantic"]["status"] == "fail" and "contains an if statement" in out["semantic"]["diagnostics"]
+
+
+def test_hidden_oracle_variants_catch_hard_coded_answers():
+    task = next(t for t in load_tasks(["openqasm"])["openqasm"] if t.id == "openqasm-013")
+    hard_coded = next(m.program for m in task.mutants if "hard-coded" in m.note)
+    out = pipeline.evaluate("openqasm", task, hard_coded)
+    assert out["semantic"]["status"] == "fail"
+    assert out["semantic"]["diagnostics"].startswith("with hidden include variant 1 (oracle.inc)")
+    assert "on all 3 include variants" in pipeline.evaluate("openqasm", task, task.gold)["semantic"]["diagnostics"]
+
+
+def test_counts_use_exact_probabilities_unless_the_circuit_needs_shots():
+    # Same distribution over 2^10 outcomes, different gate order: sampling would differ, exact does not.
+    gold = H + "qubit[10] q;\nbit[10] c;\nh q;\ncx q[0], q[5];\ncz q[1], q[2];\nc = measure q;\n"
+    other = H + "qubit[10] q;\nbit[10] c;\ncz q[1], q[2];\nh q[9];\nh q[0:8];\ncx q[0], q[5];\nc = measure q;\n"
+    task = make_task(gold, {"mode": "counts", "qubits": {"q": 10}, "clbits": {"c": 10}, "tolerance": 0.01})
+    out = pipeline.evaluate("openqasm", task, other)
+    assert out["semantic"]["status"] == "pass" and "exact probabilities" in out["semantic"]["diagnostics"]
+    feed = next(t for t in load_tasks(["openqasm"])["openqasm"] if t.id == "openqasm-014")
+    assert "4000 shots, seed 21" in pipeline.evaluate("openqasm", feed, feed.gold)["semantic"]["diagnostics"]
+
+
+def test_non_terminating_loop_is_a_timeout_failure(monkeypatch):
+    tc = toolchains.get("openqasm")
+    monkeypatch.setitem(tc.card, "limits", {**tc.card["limits"], "timeout_s": 6})
+    task = make_task(H + "qubit[1] q;\nbit[1] c;\nc[0] = measure q[0];\n",
+                     {"mode": "counts", "qubits": {"q": 1}, "clbits": {"c": 1}})
+    spin = task.gold + "while (c == 0) {\n  x q[0];\n  x q[0];\n  c[0] = measure q[0];\n}\n"
+    out = pipeline.evaluate("openqasm", task, spin)
+    assert out["syntax"]["status"] == "pass"
+    assert out["semantic"]["status"] == "fail" and "timed out" in out["semantic"]["diagnostics"]
+
+
+@pytest.mark.parametrize("change, field, message", [
+    ({"mode": "density"}, "oracle.mode", "must be one of unitary, statevector, counts"),
+    ({"qubits": {"q": 0}}, "oracle.qubits.q", "positive integer"),
+    ({"qubits": {"t": 2}}, "oracle.qubits.t", "stdgates.inc gate"),
+    ({"shots": 100}, "oracle.shots", "only meaningful in counts mode"),
+    ({"tolerance": 0.5}, "oracle.tolerance", "(0, 0.1]"),
+    ({"variants": [{"noise.inc": "gate noise a { x a; }"}]}, "oracle.variants[0].noise.inc", "not a context file"),
+    ({"qubits": {"q": 11}, "mode": "unitary"}, "oracle.qubits", "at most 10"),
+    ({"extra": 1}, "oracle.extra", "unknown oracle field"),
+])
+def test_malformed_oracle_spec_names_file_line_and_field(tmp_path, change, field, message):
+    data = yaml.safe_load((ROOT / "data/tasks/openqasm/openqasm-001.yaml").read_text())
+    data["oracle"].update(change)
+    folder = tmp_path / "openqasm"
+    folder.mkdir()
+    path = folder / "openqasm-001.yaml"
+    path.write_text(dump_task(data))
+    with pytest.raises(TaskError) as err:
+        load_task_file(path, toolchains.get("openqasm").check_oracle)
+    assert err.value.field == field and message in err.value.message
+    assert err.value.line and err.value.line > 1
+
+
+def test_counts_mode_needs_observed_registers_to_exist():
+    task = make_task(H, {"mode": "counts", "qubits": {"q": 1}, "clbits": {"c": 1}, "observe": ["d"]})
+    assert ("observe[0]", "'d' is not one of the clbits registers") in toolchains.get("openqasm").check_oracle(task)
+
+
+# --- QCircuitBench loader ---------------------------------------------------------------------------
+
+def _import(source=QCB):
+    tc = toolchains.get("openqasm")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tasks = tc.import_upstream(source)
+    return tasks, tc.skipped, [str(w.message) for w in caught]
+
+
+def test_loader_maps_each_algorithm_and_size_to_a_task():
+    tasks, skipped, warned = _import()
+    by_id = {t["id"]: t for t in tasks}
+    assert sorted(by_id) == ["openqasm-qcb-pair-maker-n2", "openqasm-qcb-pair-maker-n3",
+                             "openqasm-qcb-parity-probe-n2", "openqasm-qcb-parity-probe-n3"]
+    probe = by_id["openqasm-qcb-parity-probe-n2"]
+    folder = QCB / "Algorithm_Design/Quantum_Computing/parity_probe"
+    assert probe["gold"] == (folder / "parity_probe_n2.qasm").read_text()
+    assert probe["context"] == {"oracle.inc": (folder / "test_oracle/n2/trial1/oracle.inc").read_text()}
+    assert probe["oracle"]["variants"] == [{"oracle.inc": (folder / f"test_oracle/n2/trial{k}/oracle.inc").read_text()}
+                                           for k in (2, 3)]
+    assert probe["oracle"]["mode"] == "counts" and probe["oracle"]["clbits"] == {"c": 2}
+    assert probe["oracle"]["qubits"] == {"q": 3}
+    assert "for $n = $2: 1. the circuit written in OpenQASM 3." in probe["instruction"]
+    assert "{qubit number}" not in probe["instruction"] and "`qubit[3] q;` and `bit[2] c;`" in probe["instruction"]
+    assert probe["provenance"] == {"source": "upstream", "benchmark": "QCircuitBench", "licence": "MIT",
+                                   "upstream_id": "Algorithm_Design/Quantum_Computing/parity_probe/parity_probe_n2.qasm"}
+    assert probe["mutants"] == [] and probe["split"] == "test"
+    assert by_id["openqasm-qcb-pair-maker-n3"]["oracle"] == {"mode": "unitary", "qubits": {"q": 3}}
+    assert by_id["openqasm-qcb-pair-maker-n3"]["context"] == {}
+    assert by_id["openqasm-qcb-pair-maker-n2"]["oracle"]["mode"] == "counts"  # feed-forward
+    reasons = dict(skipped)
+    assert "trial1/oracle.inc is missing" in reasons["Algorithm_Design/Quantum_Computing/lost_oracle/lost_oracle_n2.qasm"]
+    assert "24 qubits" in reasons["Algorithm_Design/Quantum_Computing/wide_register/wide_register_n24.qasm"]
+    assert len(warned) == 2 and all("skipped" in w for w in warned)
+
+
+def test_imported_tasks_load_strictly_and_their_golds_pass(tmp_path):
+    tasks, _, _ = _import()
+    paths = write_tasks("openqasm", tasks, tmp_path)
+    assert len(paths) == 4
+    loaded = {p.stem: load_task_file(p, toolchains.get("openqasm").check_oracle) for p in paths}
+    probe = loaded["openqasm-qcb-parity-probe-n2"]
+    out = pipeline.evaluate("openqasm", probe, probe.gold)
+    assert out["syntax"]["status"] == "pass" and out["semantic"]["status"] == "pass"
+    assert "on all 3 include variants" in out["semantic"]["diagnostics"]
+    hard_coded = H + 'include "oracle.inc";\nbit[2] c;\nqubit[3] q;\nx q[1];\nc = measure q[0:1];\n'
+    out = pipeline.evaluate("openqasm", probe, hard_coded)
+    assert out["semantic"]["status"] == "fail" and "hidden include variant 1" in out["semantic"]["diagnostics"]
+
+
+def test_malformed_upstream_record_is_named(tmp_path):
+    with pytest.raises(ValueError) as err:
+        toolchains.get("openqasm").import_upstream(FIXTURES / "broken")
+    assert "Algorithm_Design/Quantum_Computing/cracked_circuit/cracked_circuit_n2.qasm" in str(err.value)
+    assert "line 5:0 missing ';'" in str(err.value)
+    folder = tmp_path / "two_texts"
+    shutil.copytree(QCB / "Algorithm_Design/Quantum_Computing/pair_maker", folder)
+    (folder / "second_description.txt").write_text("another text")
+    with pytest.raises(ValueError, match=r"two_texts/pair_maker_n2\.qasm: expected one \*_description\.txt"):
+        toolchains.get("openqasm").import_upstream(tmp_path)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="no QCircuitBench records"):
+        toolchains.get("openqasm").import_upstream(tmp_path / "empty")

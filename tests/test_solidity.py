@@ -1,0 +1,225 @@
+"""Solidity validator on the real toolchain (solc-js + py-evm): diagnostics, oracle strictness,
+interface checks, hostile programs and the SolEval upstream loader. The full self-check of the
+bundled tasks runs in test_validators.py."""
+import dataclasses
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dslbench import pipeline, toolchains, upstream
+from dslbench.tasks import TaskError, load_task_file, load_tasks
+
+FIXTURES = Path(__file__).parent / "fixtures" / "solidity"
+
+
+@pytest.fixture(scope="module")
+def tc():
+    probe = toolchains.probe("solidity")
+    if not probe.available:
+        pytest.skip(f"solidity toolchain unavailable here: {probe.reason}")
+    return toolchains.get("solidity")
+
+
+def task(task_id: str):
+    return next(t for t in load_tasks(["solidity"])["solidity"] if t.id == task_id)
+
+
+def test_probe_names_compiler_and_evm(tc):
+    probe = toolchains.probe("solidity")
+    assert "solc-js 0.8.37 (node v" in probe.version
+    assert "eth-tester 0.14.0b1 + py-evm 0.12.1b1" in probe.version
+    assert "prague" in probe.dialect
+
+
+def test_syntax_reports_first_error_with_location_and_keeps_warnings(tc):
+    t = task("solidity-001")
+    bad = t.gold.replace("count += amount;", "count += amount")
+    out = pipeline.evaluate("solidity", t, bad)
+    assert out["syntax"]["status"] == "fail"
+    assert out["syntax"]["diagnostics"].startswith("ParserError: Expected ';'")
+    assert "(program.sol:" in out["syntax"]["diagnostics"]
+    # A missing pragma is only a warning: the program compiles, the warning is recorded.
+    no_pragma = t.gold.replace("pragma solidity ^0.8.20;\n", "")
+    out = pipeline.evaluate("solidity", t, no_pragma)
+    assert out["syntax"]["status"] == "pass" and out["semantic"]["status"] == "pass"
+    assert "warning" in out["syntax"]["diagnostics"] and "pragma" in out["syntax"]["diagnostics"]
+
+
+def test_old_compiler_pragma_is_a_syntax_failure(tc):
+    t = task("solidity-001")
+    out = pipeline.evaluate("solidity", t, t.gold.replace("^0.8.20", "^0.4.24"))
+    assert out["syntax"]["status"] == "fail"
+    assert "requires different compiler version" in out["syntax"]["diagnostics"] \
+        or "invalid solc version" in out["syntax"]["diagnostics"]  # the same refusal when forge judges
+
+
+def test_interface_must_match_the_specification(tc):
+    t = task("solidity-008")
+    narrowed = t.gold.replace("function transfer(address to, uint256 amount)", "function transfer(address to, uint128 amount)")
+    out = pipeline.evaluate("solidity", t, narrowed)
+    assert out["syntax"]["status"] == "pass" and out["semantic"]["status"] == "fail"
+    assert "has no function transfer(address,uint256) (it has transfer(address,uint128))" in out["semantic"]["diagnostics"]
+    renamed = t.gold.replace("contract SimpleToken", "contract Token")
+    out = pipeline.evaluate("solidity", t, renamed)
+    assert "contract SimpleToken is not defined (the program defines: Token)" in out["semantic"]["diagnostics"]
+
+
+def test_non_terminating_code_fails_by_gas_not_by_hanging(tc):
+    t = task("solidity-001")
+    spin = t.gold.replace("count += 1;", "while (true) { count += 1; }")
+    started = time.monotonic()
+    out = pipeline.evaluate("solidity", t, spin)
+    assert out["syntax"]["status"] == "pass" and out["semantic"]["status"] == "fail"
+    assert "OutOfGas" in out["semantic"]["diagnostics"]
+    assert time.monotonic() - started < 60
+
+
+def test_a_gold_that_contradicts_its_oracle_is_an_error_not_a_verdict(tc):
+    t = task("solidity-005")
+    oracle = json.loads(json.dumps(t.oracle))
+    oracle["scenarios"][0]["steps"][2]["returns"] = [251]
+    broken = dataclasses.replace(t, oracle=oracle)
+    out = pipeline.evaluate("solidity", broken, t.gold)
+    assert out["semantic"]["status"] == "error"
+    assert "the gold does not meet the oracle" in out["semantic"]["diagnostics"]
+    assert "returned [250], expected [251]" in out["semantic"]["diagnostics"]
+
+
+def test_verdicts_are_reproducible(tc):
+    t = task("solidity-011")
+    m = next(m for m in t.mutants if m.level == "semantic")
+    a = pipeline.evaluate("solidity", t, m.program)
+    b = pipeline.evaluate("solidity", t, m.program)
+    for level in ("syntax", "semantic"):
+        assert a[level]["status"] == b[level]["status"]
+        assert a[level]["diagnostics"] == b[level]["diagnostics"]
+        assert a[level]["log"] == b[level]["log"]
+        assert "/tmp/dslbench" not in a[level]["log"]
+
+
+@pytest.mark.parametrize("mutate, field, message", [
+    (lambda o: o.pop("contract"), "contract", "name of the contract under test"),
+    (lambda o: o["scenarios"][0]["steps"].insert(0, {"call": "count"}), "scenarios[0].steps[0]",
+     "first step of a scenario must be a deploy"),
+    (lambda o: o["scenarios"][0]["steps"][1].update({"from": 12}), "scenarios[0].steps[1].from", "account index"),
+    (lambda o: o["scenarios"][0]["steps"][1].update({"args": ["$11"]}), "scenarios[0].steps[1].args[0]",
+     "unknown reference"),
+    (lambda o: o["scenarios"][0]["steps"][2].update({"reverts": {"error": "X"}}), "scenarios[0].steps[2].reverts",
+     "cannot also expect returns or events"),
+    (lambda o: o["scenarios"][0]["steps"][1].update({"to": "token"}), "scenarios[0].steps[1].to",
+     "not deployed earlier"),
+    (lambda o: o["scenarios"][1].update({"name": "counts up and down"}), "scenarios[1].name", "duplicate"),
+    (lambda o: o.update({"support": ["Missing.sol"]}), "support[0]", "not a .sol context file"),
+    (lambda o: o["scenarios"][0]["steps"][1].update({"events": [["Changed"]]}), "scenarios[0].steps[1].events",
+     None),
+])
+def test_check_oracle_is_strict(mutate, field, message):
+    tcs = toolchains.get("solidity")
+    t = task("solidity-001")
+    oracle = json.loads(json.dumps(t.oracle))
+    mutate(oracle)
+    problems = tcs.check_oracle(dataclasses.replace(t, oracle=oracle))
+    if message is None:  # a call step may not expect events (only transactions emit them)
+        assert problems and problems[0][0] == "scenarios[0].steps[1].events"
+        return
+    assert any(f == field and message in m for f, m in problems), problems
+
+
+def test_malformed_task_file_names_file_line_and_field(tmp_path):
+    folder = tmp_path / "solidity"
+    folder.mkdir()
+    data = yaml.safe_load((Path(task("solidity-001").path)).read_text())
+    data["oracle"]["scenarios"][0]["steps"][2]["reverts"] = {"panic": "overflow"}
+    path = folder / "solidity-001.yaml"
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    with pytest.raises(TaskError) as err:
+        load_task_file(path, toolchains.get("solidity").check_oracle)
+    assert err.value.field == "oracle.scenarios[0].steps[2].reverts"
+    assert err.value.line and err.value.line > 1
+    assert "solidity-001.yaml" in str(err.value)
+
+
+# --- SolEval upstream ------------------------------------------------------------------------------
+
+@pytest.fixture
+def soleval(tmp_path):
+    root = tmp_path / "SolEval"
+    shutil.copytree(FIXTURES / "soleval", root)
+    return root
+
+
+def test_soleval_loader_maps_function_records(soleval):
+    tcs = toolchains.get("solidity")
+    tasks = tcs.import_upstream(soleval)
+    assert [t["id"] for t in tasks] == ["solidity-soleval-0001"]
+    t = tasks[0]
+    assert t["provenance"] == {"source": "upstream", "benchmark": "SolEval", "licence": "MIT",
+                               "upstream_id": "/root/demo-vault/contracts/Vault.sol::Vault.deposit"}
+    assert t["gold"].startswith("function deposit() external payable returns (uint256 credited) {")
+    assert "credits the rest as shares" in t["instruction"]
+    assert "function deposit() external  payable returns (uint256 credited)" in t["instruction"]
+    o = t["oracle"]
+    assert o["kind"] == "repository" and o["file"] == "contracts/Vault.sol" and o["unit"] == "Vault.sol"
+    assert o["tests"] == "forge test --match-path test/Vault.t.sol" and o["lines"] == "19-24"
+    assert Path(o["repository"]) == (soleval / "repository" / "demo-vault").resolve()
+    context = t["context"]["Vault.sol"]
+    assert context.count(o["marker"]) == 1 and "function deposit()" not in context
+    assert "function sweep" in context and t["mutants"] == [] and t["failure_modes"] == []
+    reasons = dict(tcs.last_import_skipped)
+    assert "not a function" in reasons["/root/demo-vault/contracts/Vault.sol::Vault.Unauthorized"]
+    assert "no comment" in reasons["/root/demo-vault/contracts/Vault.sol::Vault.sweep"]
+    assert "do not hold function withdraw" in reasons["/root/demo-vault/contracts/Vault.sol::Vault.withdraw"]
+    assert "no resolvable contract context" in reasons["/root/missing-repo/contracts/Gone.sol::Gone.ping"]
+    # The dataset file itself works as the source too.
+    assert tcs.import_upstream(soleval / "data" / "dataset.json")[0]["oracle"] == o
+
+
+def test_soleval_tasks_load_strictly_and_compile_in_the_repository(soleval, tmp_path, tc):
+    written = upstream.import_upstream("solidity", soleval, tmp_path / "out")
+    assert [p.name for p in written] == ["solidity-soleval-0001.yaml"]
+    t = load_task_file(written[0], tc.check_oracle)
+    out = pipeline.evaluate("solidity", t, t.gold)
+    assert out["syntax"]["status"] == "pass", out["syntax"]
+    assert out["syntax"]["diagnostics"].startswith("deposit spliced into contracts/Vault.sol: compiles")
+    assert out["semantic"]["status"] == "unavailable"
+    assert "forge test --match-path test/Vault.t.sol" in out["semantic"]["diagnostics"]
+    wrong = t.gold.replace("Fees.cut(msg.value, FEE_BPS)", "Fees.cut(msg.value)")
+    out = pipeline.evaluate("solidity", t, wrong)
+    assert out["syntax"]["status"] == "fail" and "TypeError" in out["syntax"]["diagnostics"]
+    moved = dataclasses.replace(t, oracle={**t.oracle, "repository": str(tmp_path / "nowhere")})
+    out = pipeline.evaluate("solidity", moved, t.gold)
+    assert out["syntax"]["status"] == "unavailable" and "not on this machine" in out["syntax"]["diagnostics"]
+
+
+def test_soleval_malformed_record_is_named(soleval, tmp_path):
+    dataset = soleval / "data" / "dataset.json"
+    data = json.loads(dataset.read_text())
+    del data["/root/demo-vault/contracts/Vault.sol"][1]["body"]
+    dataset.write_text(json.dumps(data))
+    with pytest.raises(ValueError, match=r"record /root/demo-vault/contracts/Vault.sol\[1\] lacks the field 'body'"):
+        toolchains.get("solidity").import_upstream(soleval)
+    dataset.write_text(json.dumps({"x.sol": {"identifier": "f"}}))
+    with pytest.raises(ValueError, match="record list of 'x.sol' is a dict"):
+        toolchains.get("solidity").import_upstream(soleval)
+    with pytest.raises(ValueError, match="no data/dataset.json"):
+        toolchains.get("solidity").import_upstream(tmp_path / "empty")
+
+
+@pytest.mark.skipif(not (shutil.which("forge") and shutil.which("solc")),
+                    reason="forge and a native solc are not both on PATH here")
+def test_forge_judges_syntax_when_it_can(tc):
+    forge, note = tc._forge()
+    if forge is None:
+        pytest.skip(note)
+    assert toolchains.probe("solidity").version.startswith(f"forge {forge['forge_version']} with solc")
+    t = task("solidity-013")
+    out = pipeline.evaluate("solidity", t, t.gold)
+    assert out["syntax"]["status"] == out["semantic"]["status"] == "pass"
+    assert "via forge" in out["syntax"]["diagnostics"] and out["syntax"]["command"].startswith("forge build")
+    bad = next(m for m in t.mutants if m.level == "syntax")
+    out = pipeline.evaluate("solidity", t, bad.program)
+    assert out["syntax"]["status"] == "fail" and "TypeError" in out["syntax"]["diagnostics"]

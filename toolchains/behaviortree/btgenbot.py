@@ -1,0 +1,267 @@
+"""Import BTGenBot's bt_dataset.json (BehaviorTree.CPP 3 trees) into DSL-Bench tasks.
+
+The published file is a JSON list of {instruction, input, output}: `instruction` is a fixed request,
+`input` a natural-language summary of the tree and `output` the tree as BehaviorTree.CPP 3 XML. It
+has no node palette and no behaviour to compare against, so each record is turned into a task by:
+
+  1. migrating the tree to BehaviorTree.CPP 4 (every change is listed in provenance.migration);
+  2. inferring the palette from the leaves that are not built-in nodes (kinds from <Condition ID>
+     tags, the tree's own <TreeNodesModel>, or an Is/Has/Can/Check name prefix; ports from the
+     attributes: `{key}` values give inout ports, literals input ports; a port that some use of the
+     node leaves out gets an empty default);
+  3. generating trivial scenarios: every leaf succeeds; then one scenario per leaf type that fails
+     (conditions first), then one per migrated blackboard check that mismatches, up to MAX_SCENARIOS.
+     Every blackboard entry the tree refers to starts with a placeholder value, and the instruction
+     names these entries. The scenarios test the control flow and dataflow the upstream tree encodes,
+     not the behaviour its summary asks for: real scenarios must be supplied by the user.
+
+Records that cannot become a BT.CPP 4 task (non-core control or decorator nodes such as Nav2's
+PipelineSequence, unparseable XML) are skipped with a reason; the caller also loads every migrated
+tree with BehaviorTree.CPP and skips the ones it rejects.
+"""
+from __future__ import annotations
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+BENCHMARK = "BTGenBot bt_dataset.json"
+LICENCE = "MIT (BTGenBot repository)"
+MAX_SCENARIOS = 6
+CONTROLS = {"Sequence", "SequenceWithMemory", "ReactiveSequence", "Fallback", "ReactiveFallback", "Parallel",
+            "ParallelAll", "IfThenElse", "WhileDoElse", "Switch2", "Switch3", "Switch4", "Switch5", "Switch6",
+            "AsyncSequence", "AsyncFallback"}
+DECORATORS = {"Inverter", "RetryUntilSuccessful", "KeepRunningUntilFailure", "Repeat", "Timeout", "Delay",
+              "ForceSuccess", "ForceFailure", "RunOnce", "Precondition", "LoopInt", "LoopDouble", "LoopString",
+              "LoopBool", "SkipUnlessUpdated", "WaitValueUpdate"}
+BUILTIN_LEAVES = {"AlwaysSuccess", "AlwaysFailure", "Script", "ScriptCondition", "SetBlackboard",
+                  "UnsetBlackboard", "Sleep", "WasEntryUpdated", "SubTree"}
+BUILTIN = CONTROLS | DECORATORS | BUILTIN_LEAVES
+RENAMED = {"SequenceStar": "SequenceWithMemory", "RetryUntilSuccesful": "RetryUntilSuccessful",
+           "SubTreePlus": "SubTree"}
+PARALLEL_V3 = {"success_threshold": "success_count", "failure_threshold": "failure_count"}
+CHECKS_V3 = {"BlackboardCheckString": "string", "BlackboardCheckInt": "number", "BlackboardCheckDouble": "number"}
+CONDITION_NAME = re.compile(r"^(Is|is|Has|has|Can|can|Check|check|Are|are)[A-Z_]")
+
+
+class Unconvertible(ValueError):
+    """This record cannot become a BehaviorTree.CPP 4 task (the message says why)."""
+
+
+def read_records(source: Path) -> list[dict]:
+    """The records of bt_dataset.json (a file, or a folder holding it), checked field by field."""
+    path = source / "bt_dataset.json" if source.is_dir() else source
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise ValueError(f"{path.name}: not a readable JSON file: {e}") from None
+    if not isinstance(data, list):
+        raise ValueError(f"{path.name}: expected a JSON list of records, got {type(data).__name__}")
+    for i, rec in enumerate(data):
+        if not isinstance(rec, dict):
+            raise ValueError(f"{path.name}: record {i}: expected an object with instruction, input, output")
+        for key in ("instruction", "input", "output"):
+            if not isinstance(rec.get(key), str) or not rec[key].strip():
+                raise ValueError(f"{path.name}: record {i}: field '{key}' is missing or not a non-empty string")
+    return data
+
+
+def _node_id(el: ET.Element) -> str:
+    return el.get("ID", "") if el.tag in ("Action", "Condition", "Decorator", "Control") else el.tag
+
+
+def _script_literal(value: str, kind: str) -> str:
+    if kind == "number" and re.fullmatch(r"-?\d+(\.\d+)?", value.strip()):
+        return value.strip()
+    return "'" + value.replace("'", "") + "'"
+
+
+def migrate(xml_text: str) -> tuple[str, list[str], ET.Element, list[tuple[str, str]]]:
+    """A BehaviorTree.CPP 3 document as BehaviorTree.CPP 4 XML, the list of changes, the tree's own
+    <TreeNodesModel> (possibly empty) and the (key, value) pairs of migrated blackboard checks."""
+    try:
+        root = ET.fromstring(xml_text)
+    except ET.ParseError as e:
+        raise Unconvertible(f"the upstream XML does not parse: {e}") from None
+    if root.tag != "root":
+        raise Unconvertible(f"the document element is <{root.tag}>, not <root>")
+    changes: list[str] = []
+    checks: list[tuple[str, str]] = []
+    if root.get("BTCPP_format") != "4":
+        root.set("BTCPP_format", "4")
+        changes.append('set BTCPP_format="4" on <root>')
+    trees = root.findall("BehaviorTree")
+    if not trees:
+        raise Unconvertible("no <BehaviorTree> element")
+    for tree in trees:
+        for el in list(tree.iter()):
+            if el is tree:
+                continue
+            if el.tag in RENAMED:
+                changes.append(f"<{el.tag}> -> <{RENAMED[el.tag]}>")
+                el.tag = RENAMED[el.tag]
+            if el.tag == "SubTree":
+                if el.attrib.pop("__autoremap", None) is not None:
+                    el.set("_autoremap", "true")
+                    changes.append('SubTree __autoremap -> _autoremap="true"')
+                if el.attrib.pop("__shared_blackboard", "false").lower() == "true":
+                    el.set("_autoremap", "true")
+                    changes.append('SubTree __shared_blackboard="true" -> _autoremap="true" (remaps same-name '
+                                   'entries only)')
+            if el.tag == "Parallel":
+                for old, new in PARALLEL_V3.items():
+                    if old in el.attrib:
+                        el.set(new, el.attrib.pop(old))
+                        changes.append(f"Parallel {old} -> {new}")
+            if el.tag in CHECKS_V3:
+                a, b = el.get("value_A", ""), el.get("value_B", "")
+                pointer = [v for v in (a, b) if v.startswith("{") and v.endswith("}")]
+                if len(pointer) != 1 or len(el) != 1:
+                    raise Unconvertible(f"<{el.tag}> compares {a!r} with {b!r}: no version 4 equivalent derived")
+                literal = b if pointer[0] == a else a
+                checks.append((pointer[0][1:-1].lstrip("@"), literal))
+                condition = f"{pointer[0][1:-1]} == {_script_literal(literal, CHECKS_V3[el.tag])}"
+                mismatch = el.get("return_on_mismatch", "FAILURE")
+                changes.append(f"<{el.tag}> -> <Precondition if=\"{condition}\" else=\"{mismatch}\">")
+                el.attrib.clear()
+                el.tag = "Precondition"
+                el.set("if", condition)
+                el.set("else", mismatch)
+            node_id = _node_id(el)
+            if len(el) and node_id not in CONTROLS | DECORATORS:
+                raise Unconvertible(f"<{node_id}> has children but is not a core BehaviorTree.CPP 4 control or "
+                                    "decorator node (a plugin such as Nav2's?)")
+            if el.tag in ("Decorator", "Control"):
+                raise Unconvertible(f"custom <{el.tag} ID=\"{node_id}\"> nodes cannot be registered from Python")
+    model = root.find("TreeNodesModel")
+    if model is not None:
+        root.remove(model)
+        changes.append("moved the tree's <TreeNodesModel> into the palette file")
+    return _serialize(root), changes, (model if model is not None else ET.Element("TreeNodesModel")), checks
+
+
+def _serialize(root: ET.Element) -> str:
+    ET.indent(root, space="  ")
+    return ET.tostring(root, encoding="unicode") + "\n"
+
+
+def infer_palette(gold: str, model: ET.Element) -> tuple[str, dict[str, str], list[str]]:
+    """(palette XML, {node ID: kind}, leaf IDs in order of appearance) for the leaves of a migrated tree."""
+    root = ET.fromstring(gold)
+    declared = {el.get("ID"): el for el in model if el.get("ID")}
+    kinds: dict[str, str] = {}
+    ports: dict[str, dict[str, dict]] = {}
+    uses: dict[str, list[set]] = {}
+    for tree in root.findall("BehaviorTree"):
+        for el in tree.iter():
+            node_id = _node_id(el)
+            if el is tree or len(el) or node_id in BUILTIN or not node_id:
+                continue
+            if node_id not in kinds:
+                decl = declared.get(node_id)
+                if el.tag == "Condition" or (decl is not None and decl.tag == "Condition"):
+                    kinds[node_id] = "Condition"
+                elif el.tag == "Action" or decl is not None:
+                    kinds[node_id] = "Action"
+                else:
+                    kinds[node_id] = "Condition" if CONDITION_NAME.match(node_id) else "Action"
+                ports[node_id] = {}
+                uses[node_id] = []
+            given = set()
+            for attr, value in el.attrib.items():
+                if attr in ("ID", "name") or attr.startswith("_"):
+                    continue
+                given.add(attr)
+                pointer = value.startswith("{") and value.endswith("}")
+                port = ports[node_id].setdefault(attr, {"direction": "input"})
+                if pointer:
+                    port["direction"] = "inout"
+            uses[node_id].append(given)
+    lines = ['<root BTCPP_format="4">',
+             "  <!-- Node palette inferred from the upstream tree. Ports without a default value are mandatory. -->",
+             "  <TreeNodesModel>"]
+    for node_id, kind in kinds.items():
+        if not ports[node_id]:
+            lines.append(f'    <{kind} ID="{node_id}"/>')
+            continue
+        lines.append(f'    <{kind} ID="{node_id}">')
+        for port, info in ports[node_id].items():
+            optional = any(port not in given for given in uses[node_id])
+            default = ' default=""' if optional else ""
+            lines.append(f'      <{info["direction"]}_port name="{port}" type="std::string"{default}/>')
+        lines.append(f"    </{kind}>")
+    lines += ["  </TreeNodesModel>", "</root>", ""]
+    return "\n".join(lines), kinds, list(kinds)
+
+
+def blackboard_keys(gold: str) -> list[str]:
+    """Blackboard entries the tree refers to as {key} (SubTree remappings included), in order."""
+    keys = []
+    for el in ET.fromstring(gold).iter():
+        for value in el.attrib.values():
+            if value.startswith("{") and value.endswith("}") and value not in ("{=}",):
+                key = value[1:-1].lstrip("@")
+                if key and key not in keys:
+                    keys.append(key)
+    return keys
+
+
+def scenarios_for(kinds: dict[str, str], keys: list[str], checks: list[tuple[str, str]]) -> list[dict]:
+    """Trivial scenarios: all leaves succeed, then each leaf type fails in turn (conditions first), then
+    each migrated blackboard check mismatches. Every entry the tree refers to starts as '<key>_0'
+    (the value a migrated check compares with, for those), so no leaf fails for want of an input."""
+    board = {key: f"{key}_0" for key in keys}
+    board.update(dict(checks))
+    out = [{"name": "every leaf succeeds", "blackboard": dict(board)}]
+    order = [n for n, k in kinds.items() if k == "Condition"] + [n for n, k in kinds.items() if k == "Action"]
+    for node_id in order:
+        out.append({"name": f"{node_id} fails", "blackboard": dict(board), "nodes": {node_id: ["FAILURE"]}})
+    for key, literal in checks:
+        out.append({"name": f"{key} differs from {literal}", "blackboard": {**board, key: f"not_{literal}"}})
+    return out[:MAX_SCENARIOS]
+
+
+def _difficulty(gold: str) -> str:
+    count = sum(1 for _ in ET.fromstring(gold).iter()) - 1
+    return "easy" if count <= 6 else "medium" if count <= 14 else "hard"
+
+
+def _constructs(gold: str) -> list[str]:
+    seen = []
+    for el in ET.fromstring(gold).iter():
+        if el.tag in BUILTIN and el.tag not in seen:
+            seen.append(el.tag)
+    return seen or ["leaf actions"]
+
+
+def _title(summary: str, index: int) -> str:
+    first = re.split(r"(?<=[.!?])\s", summary.strip(), maxsplit=1)[0]
+    return (first[:77] + "...") if len(first) > 80 else first or f"BTGenBot record {index}"
+
+
+def to_task(index: int, record: dict) -> dict:
+    """One task dict in the DSL-Bench schema (raises Unconvertible with the reason)."""
+    gold, changes, model, checks = migrate(record["output"])
+    palette, kinds, _ = infer_palette(gold, model)
+    if not kinds:
+        raise Unconvertible("the tree has no action or condition leaves to register")
+    keys = blackboard_keys(gold)
+    version = any(not c.startswith("set BTCPP_format") and not c.startswith("moved") for c in changes)
+    names = keys + [key for key, _ in checks if key not in keys]
+    entries = f" The tree's blackboard entries are: {', '.join(names)}." if names else ""
+    instruction = (f"{record['instruction'].strip()}\n\n{record['input'].strip()}\n\n"
+                   "Write it for BehaviorTree.CPP 4 using the node palette in `nodes.xml` (the nodes, their kinds "
+                   f"and port names).{entries}\n")
+    return {
+        "id": f"behaviortree-btgenbot-{index:04d}", "dsl": "behaviortree", "domain": "Robotics",
+        "title": _title(record["input"], index), "difficulty": _difficulty(gold),
+        "constructs": _constructs(gold), "failure_modes": ["structure"] + (["version"] if version else []),
+        "instruction": instruction, "context": {"nodes.xml": palette}, "gold": gold,
+        "oracle": {"palette": "nodes.xml", "scenarios": scenarios_for(kinds, keys, checks)},
+        "provenance": {"source": "upstream", "benchmark": BENCHMARK, "upstream_id": str(index), "licence": LICENCE,
+                       "migration": changes or ["none"],
+                       "note": "palette inferred from the tree; scenarios generated trivially (all leaves "
+                               "succeed, then one leaf type fails): supply real scenarios for a full oracle"},
+        "split": "test", "mutants": [],
+    }

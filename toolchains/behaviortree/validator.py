@@ -1,0 +1,391 @@
+"""Behavior Tree XML (BehaviorTree.CPP v4): syntax = BT.CPP loads the tree with the task's node palette;
+semantic = port wiring against the palette, then tick traces under scripted scenarios equal the gold's.
+
+The oracle of a task:
+  palette: nodes.xml            context file holding a <TreeNodesModel> (the node palette shown to
+                                the model): <Action|Condition ID=...> with <input_port|output_port|
+                                inout_port name=... type=... [default=...]>; a port without a
+                                default is mandatory
+  scenarios:                    at least one
+    - name: battery low         unique
+      nodes: {IsBatteryLow: [SUCCESS], Recharge: [RUNNING, SUCCESS]}
+                                status of the k-th tick of any node of that type (the last one
+                                repeats; unlisted nodes return SUCCESS; conditions never RUNNING)
+      outputs: {DetectObject: {pose: [cup_pose]}}
+                                value an output port writes on the k-th SUCCESS of that type
+                                (default "<ID>.<port>#<k>")
+      blackboard: {goal: dock}  string entries of the root blackboard before the first tick
+      max_ticks: 20             ticks of the root before the run is cut (and halted)
+      leaf_budget: 400          leaf ticks before an endless loop inside one tick is cut
+  check_keys: [result]          root blackboard entries compared after every scenario (optional)
+  require:                      structure the traces cannot see (optional)
+    - {node: Timeout, attributes: {msec: "30000"}}
+"""
+import importlib.metadata
+import importlib.util
+import json
+import re
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from dslbench import sandbox
+from dslbench.toolchains import Probe, Toolchain
+
+RUNNER = Path(__file__).with_name("run_bt.py")
+STATUSES = ("SUCCESS", "FAILURE", "RUNNING")
+SCENARIO_KEYS = {"name", "nodes", "outputs", "blackboard", "max_ticks", "leaf_budget"}
+ORACLE_KEYS = {"palette", "scenarios", "check_keys", "require"}
+PORT_TAGS = {"input_port": "input", "output_port": "output", "inout_port": "inout"}
+TYPES = {"std::string": "string", "string": "string", "int": "int", "unsigned": "uint", "unsigned int": "uint",
+         "double": "double", "bool": "bool"}
+
+
+def parse_palette(text: str) -> dict:
+    """{ID: {kind, ports: {name: {direction, type, default}}}} from a <TreeNodesModel> document."""
+    root = ET.fromstring(text)
+    model = root if root.tag == "TreeNodesModel" else root.find("TreeNodesModel")
+    if model is None:
+        raise ValueError("no <TreeNodesModel> element")
+    palette = {}
+    for node in model:
+        if node.tag not in ("Action", "Condition"):
+            raise ValueError(f"<{node.tag}>: only <Action> and <Condition> palette nodes are supported")
+        node_id = node.get("ID")
+        if not node_id or not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", node_id):
+            raise ValueError(f"<{node.tag}> needs an ID made of letters, digits and _")
+        if node_id in palette:
+            raise ValueError(f"node {node_id} is declared twice")
+        ports = {}
+        for port in node:
+            if port.tag == "description":
+                continue
+            if port.tag not in PORT_TAGS:
+                raise ValueError(f"{node_id}: <{port.tag}> is not a port declaration")
+            name = port.get("name", "")
+            if not re.fullmatch(r"[A-Za-z][A-Za-z0-9_]*", name) or name in ("name", "ID"):
+                raise ValueError(f"{node_id}: invalid port name {name!r}")
+            if name in ports:
+                raise ValueError(f"{node_id}: port {name} declared twice")
+            raw_type = port.get("type", "std::string")
+            if raw_type not in TYPES:
+                raise ValueError(f"{node_id}.{name}: type {raw_type!r} is not one of {', '.join(TYPES)}")
+            ports[name] = {"direction": PORT_TAGS[port.tag], "type": TYPES[raw_type], "default": port.get("default")}
+        palette[node_id] = {"kind": node.tag, "ports": ports}
+    if not palette:
+        raise ValueError("the palette declares no node")
+    return palette
+
+
+def _btgenbot():
+    """The BTGenBot importer (btgenbot.py beside this file)."""
+    name = "dslbench_toolchain_behaviortree_btgenbot"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("btgenbot.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+def _btcpp_version() -> str:
+    """The BehaviorTree.CPP release compiled into the binding (its version string in the extension)."""
+    spec = importlib.util.find_spec("behaviortreepy._behaviortreepy")
+    if not spec or not spec.origin:
+        return "unknown"
+    found = re.findall(rb"\x00(4\.\d+\.\d+)\x00", Path(spec.origin).read_bytes())
+    return found[0].decode() if len(set(found)) == 1 else "unknown"
+
+
+def _first_line(text: str, limit: int = 300) -> str:
+    """The first line of a message; for BT.CPP script errors also the caret's complaint."""
+    lines = [ln.strip() for ln in (text or "").strip().splitlines() if ln.strip()]
+    if not lines:
+        return "no message"
+    first = lines[0]
+    carets = [ln.split("^")[-1].strip() for ln in lines[1:] if "|" in ln and "^" in ln]
+    if carets and carets[0]:
+        first = f"{first}: {carets[0]}"
+    return first[:limit]
+
+
+class Validator(Toolchain):
+    def probe(self) -> Probe:
+        for pkg in ("behaviortreepy", "lxml"):
+            try:
+                importlib.metadata.version(pkg)
+            except importlib.metadata.PackageNotFoundError:
+                return Probe(self.dsl, self.card["toolchain"], "", False, f"PyPI package '{pkg}' is not installed")
+        check = subprocess.run([sys.executable, "-c", "import behaviortreepy, lxml.etree"], capture_output=True,
+                               text=True, timeout=60)
+        if check.returncode != 0:
+            return Probe(self.dsl, self.card["toolchain"], "", False,
+                         f"behaviortreepy does not import: {_first_line(check.stderr.splitlines()[-1] if check.stderr else '')}")
+        version = importlib.metadata.version("behaviortreepy")
+        return Probe(self.dsl, self.card["toolchain"],
+                     f"BehaviorTree.CPP {_btcpp_version()} (PyPI behaviortreepy {version})", True,
+                     dialect=self.card["dialect"])
+
+    # --- oracle spec ---------------------------------------------------------------------------
+    def check_oracle(self, task):
+        o, problems = task.oracle, []
+        for key in o:
+            if key not in ORACLE_KEYS:
+                problems.append((key, f"unknown oracle field (allowed: {', '.join(sorted(ORACLE_KEYS))})"))
+        name = o.get("palette")
+        if not isinstance(name, str) or name not in task.context:
+            return problems + [("palette", "must name a context file of the task holding the <TreeNodesModel>")]
+        try:
+            palette = parse_palette(task.context[name])
+        except (ET.ParseError, ValueError) as e:
+            return problems + [("palette", f"context file '{name}': {e}")]
+        scenarios = o.get("scenarios")
+        if not isinstance(scenarios, list) or not scenarios:
+            return problems + [("scenarios", "must be a non-empty list")]
+        names = set()
+        for i, s in enumerate(scenarios):
+            where = f"scenarios[{i}]"
+            if not isinstance(s, dict):
+                problems.append((where, "must be a mapping"))
+                continue
+            for key in s:
+                if key not in SCENARIO_KEYS:
+                    problems.append((f"{where}.{key}", f"unknown field (allowed: {', '.join(sorted(SCENARIO_KEYS))})"))
+            if not isinstance(s.get("name"), str) or not s["name"].strip():
+                problems.append((f"{where}.name", "missing scenario name"))
+            elif s["name"] in names:
+                problems.append((f"{where}.name", f"duplicate scenario name '{s['name']}'"))
+            else:
+                names.add(s["name"])
+            nodes = s.get("nodes", {})
+            if not isinstance(nodes, dict):
+                problems.append((f"{where}.nodes", "must map node IDs to status lists"))
+                nodes = {}
+            for node_id, seq in nodes.items():
+                if node_id not in palette:
+                    problems.append((f"{where}.nodes.{node_id}", "not a node of the palette"))
+                    continue
+                if not isinstance(seq, list) or not seq or any(x not in STATUSES for x in seq):
+                    problems.append((f"{where}.nodes.{node_id}", f"must be a non-empty list of {', '.join(STATUSES)}"))
+                elif palette[node_id]["kind"] == "Condition" and "RUNNING" in seq:
+                    problems.append((f"{where}.nodes.{node_id}", "a condition cannot return RUNNING"))
+            outputs = s.get("outputs", {})
+            if not isinstance(outputs, dict):
+                problems.append((f"{where}.outputs", "must map node IDs to {port: [values]}"))
+                outputs = {}
+            for node_id, ports in outputs.items():
+                spec = palette.get(node_id)
+                if spec is None:
+                    problems.append((f"{where}.outputs.{node_id}", "not a node of the palette"))
+                    continue
+                if not isinstance(ports, dict):
+                    problems.append((f"{where}.outputs.{node_id}", "must map port names to value lists"))
+                    continue
+                for port, values in ports.items():
+                    if spec["ports"].get(port, {}).get("direction") not in ("output", "inout"):
+                        problems.append((f"{where}.outputs.{node_id}.{port}", "not an output port of the node"))
+                    elif not isinstance(values, list) or not values or not all(isinstance(v, str) for v in values):
+                        problems.append((f"{where}.outputs.{node_id}.{port}", "must be a non-empty list of strings"))
+            board = s.get("blackboard", {})
+            if not isinstance(board, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in board.items()):
+                problems.append((f"{where}.blackboard", "must map keys to string values"))
+            for key, lo, hi in (("max_ticks", 1, 200), ("leaf_budget", 1, 5000)):
+                if key in s and (not isinstance(s[key], int) or isinstance(s[key], bool) or not lo <= s[key] <= hi):
+                    problems.append((f"{where}.{key}", f"must be an integer in [{lo}, {hi}]"))
+        keys = o.get("check_keys", [])
+        if not isinstance(keys, list) or not all(isinstance(k, str) and k for k in keys):
+            problems.append(("check_keys", "must be a list of blackboard keys"))
+        for i, req in enumerate(o.get("require", []) or []):
+            if not isinstance(req, dict) or not isinstance(req.get("node"), str) or \
+                    not isinstance(req.get("attributes", {}), dict) or set(req) - {"node", "attributes"}:
+                problems.append((f"require[{i}]", "must be {node: ID, attributes: {name: value}}"))
+        return problems
+
+    # --- upstream ----------------------------------------------------------------------------------
+    def import_upstream(self, source: Path) -> list[dict]:
+        """Tasks from BTGenBot's bt_dataset.json (see btgenbot.py). Records that cannot be migrated, or
+        whose migrated tree BehaviorTree.CPP 4 rejects or cannot run, are skipped; the reasons are kept in
+        self.import_report and printed to stderr."""
+        bg = _btgenbot()
+        records = bg.read_records(Path(source))
+        tasks, report = [], []
+        for i, record in enumerate(records):
+            try:
+                tasks.append(bg.to_task(i, record))
+            except bg.Unconvertible as e:
+                report.append((i, str(e)))
+        if tasks and self.probe().available:
+            rejected = self._check_batch(tasks)
+            report += [(int(t["provenance"]["upstream_id"]), rejected[t["id"]]) for t in tasks if t["id"] in rejected]
+            tasks = [t for t in tasks if t["id"] not in rejected]
+        elif tasks:
+            report.append((-1, "BehaviorTree.CPP unavailable: migrated trees were not loaded (" +
+                           self.probe().reason + ")"))
+        self.import_report = sorted(report)
+        for i, reason in self.import_report:
+            print(f"behaviortree import: record {i} skipped: {reason}" if i >= 0 else f"behaviortree import: {reason}",
+                  file=sys.stderr)
+        return tasks
+
+    def _check_batch(self, tasks: list[dict]) -> dict[str, str]:
+        """{task id: why} for migrated golds that BT.CPP does not load or that fail at run time."""
+        work = sandbox.new_workdir("dslbench-import-")
+        try:
+            batch = []
+            for t in tasks:
+                name = f"{t['id']}.xml"
+                (work / name).write_text(t["gold"], encoding="utf-8")
+                batch.append({"file": name, "palette": parse_palette(t["context"]["nodes.xml"]),
+                              "scenarios": t["oracle"]["scenarios"]})
+            shutil.copy(RUNNER, work / "run_bt.py")
+            (work / "bt_batch.json").write_text(json.dumps(batch), encoding="utf-8")
+            result = self.run([Path(sys.executable).name, "run_bt.py", "check", "report.json"], work,
+                              timeout_s=max(60, 5 * len(tasks)))
+            path = work / "report.json"
+            if result.returncode != 0 or not path.exists():
+                raise RuntimeError(f"BT runner failed while checking the imported trees (exit {result.returncode})")
+            report = json.loads(path.read_text())
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        rejected = {}
+        for t in tasks:
+            entry = report[f"{t['id']}.xml"]
+            if "crash" in entry or "runner_error" in entry or not entry.get("loaded"):
+                why = entry.get("error") or entry.get("crash") or entry.get("runner_error")
+                rejected[t["id"]] = f"BehaviorTree.CPP 4 rejects the migrated tree: {_first_line(why)}"
+                continue
+            for s in entry["scenarios"]:
+                problem = s.get("crash") or s.get("runner_error") or next(
+                    (e for e in s.get("trace", []) if e.startswith("runtime error")), None)
+                if problem:
+                    rejected[t["id"]] = f"the migrated tree fails at run time: {_first_line(problem)}"
+                    break
+        return rejected
+
+    # --- running -----------------------------------------------------------------------------------
+    def _run(self, mode: str, work: Path, task, files: list[str]):
+        palette = parse_palette(task.context[task.oracle["palette"]])
+        oracle = {"palette": palette, "scenarios": task.oracle["scenarios"],
+                  "check_keys": task.oracle.get("check_keys", [])}
+        shutil.copy(RUNNER, work / "run_bt.py")
+        (work / "bt_oracle.json").write_text(json.dumps(oracle), encoding="utf-8")
+        result = self.run([Path(sys.executable).name, "run_bt.py", mode, "report.json", *files], work)
+        path = work / "report.json"
+        report = json.loads(path.read_text()) if path.exists() and result.returncode == 0 else None
+        return result, report, palette
+
+    def syntax(self, program, task, work):
+        result, report, _ = self._run("load", work, task, [self.file_name])
+        if report is None:
+            status = "fail" if result.timed_out else "error"
+            return self.verdict(status, f"BT runner failed (exit {result.returncode}{', timed out' if result.timed_out else ''})", result)
+        entry = report[self.file_name]
+        if "crash" in entry:
+            return self.verdict("fail", entry["crash"], result)
+        if "runner_error" in entry:
+            return self.verdict("error", f"runner: {_first_line(entry['runner_error'])}", result)
+        if not entry["loaded"]:
+            return self.verdict("fail", _first_line(entry["error"]), result)
+        return self.verdict("pass", f"BehaviorTree.CPP loads the tree ({len(entry['instances'])} palette node(s))", result)
+
+    def semantic(self, program, task, work):
+        (work / "gold.xml").write_text(task.gold, encoding="utf-8")
+        result, report, palette = self._run("run", work, task, [self.file_name, "gold.xml"])
+        if report is None:
+            status = "fail" if result.timed_out else "error"
+            return self.verdict(status, f"BT runner failed (exit {result.returncode}{', timed out' if result.timed_out else ''})", result)
+        gold, cand = report["gold.xml"], report[self.file_name]
+        if not gold.get("loaded") or any("crash" in s or "runner_error" in s for s in gold["scenarios"]):
+            return self.verdict("error", "the gold tree does not load or run", result)
+        if "crash" in cand or "runner_error" in cand or not cand.get("loaded"):
+            return self.verdict("error", "the candidate passed the syntax level but does not load now", result)
+        problem = self._ports(cand["instances"], palette)
+        if problem:
+            return self.verdict("fail", problem, result)
+        for scenario, got, want in zip(task.oracle["scenarios"], cand["scenarios"], gold["scenarios"]):
+            name = scenario["name"]
+            if "crash" in got:
+                return self.verdict("fail", f"scenario '{name}': {got['crash']}", result)
+            if "runner_error" in got:
+                return self.verdict("error", f"scenario '{name}': runner: {_first_line(got['runner_error'])}", result)
+            diff = _trace_diff(got["trace"], want["trace"], got["final"], want["final"])
+            if diff:
+                return self.verdict("fail", f"scenario '{name}': {diff}", result)
+            for key, value in want["blackboard"].items():
+                if got["blackboard"].get(key) != value:
+                    return self.verdict("fail", f"scenario '{name}': blackboard [{key}] = {got['blackboard'].get(key)!r}, "
+                                                f"expected {value!r}", result)
+        missing = self._required(cand["elements"], task)
+        if missing:
+            return self.verdict("fail", missing, result)
+        n = len(task.oracle["scenarios"])
+        return self.verdict("pass", f"ports match the palette; traces equal the gold's in {n} scenario(s)", result)
+
+    @staticmethod
+    def _ports(instances: list, palette: dict) -> str:
+        """Mandatory ports wired, output ports bound to blackboard entries."""
+        for inst in instances:
+            spec = palette[inst["id"]]
+            for port, p in spec["ports"].items():
+                value = inst["given"].get(port)
+                if value is None:
+                    if p["default"] is None:
+                        return f"line {inst['line']}: <{inst['id']}> lacks its mandatory {p['direction']} port [{port}]"
+                elif p["direction"] != "input" and not (value.startswith("{") and value.endswith("}")):
+                    return (f"line {inst['line']}: {p['direction']} port [{port}] of <{inst['id']}> must be a blackboard "
+                            f"entry like {{key}}, got '{value}'")
+        return ""
+
+    @staticmethod
+    def _required(elements: list, task) -> str:
+        """Structural requirements (decorator parameters the scenarios cannot observe)."""
+        for req in task.oracle.get("require") or []:
+            want = {k: str(v) for k, v in (req.get("attributes") or {}).items()}
+            if not any(el["id"] == req["node"] and all(el["attributes"].get(k, "").strip() == v for k, v in want.items())
+                       for el in elements):
+                attrs = " ".join(f'{k}="{v}"' for k, v in want.items())
+                return f"the tree has no <{req['node']}{' ' + attrs if attrs else ''}> (required by the task)"
+        return ""
+
+
+CUT = ("RUNNING", "LIMIT")   # finals of runs stopped by the tick limit or the leaf-tick budget
+
+
+def _events(trace: list) -> list[tuple[int, str]]:
+    """(tick, event) pairs of the leaf executions and halts, without the tick markers; a run cut by
+    a limit ends at the cut (the halts that follow it are the harness's, not the tree's)."""
+    out, tick = [], 0
+    for entry in trace:
+        if entry.startswith("tick limit reached") or entry.startswith("stopped: more than"):
+            break
+        if entry.startswith("tick "):
+            tick = int(entry.split()[1])
+        else:
+            out.append((tick, entry))
+    return out
+
+
+def _trace_diff(got_trace: list, want_trace: list, got_final: str, want_final: str) -> str:
+    """The first difference between two runs, or ''. Tick boundaries are not compared (a
+    SequenceWithMemory yields after each asynchronous child, a Sequence does not), only the order of
+    leaf executions, their inputs and results, halts and the final status. Two runs that both never
+    end are compared on their common prefix."""
+    got, want = _events(got_trace), _events(want_trace)
+    for (gt, g), (_, w) in zip(got, want):
+        if g != w:
+            return f"tick {gt}: got '{g}', expected '{w}'"
+    if got_final in CUT and want_final in CUT:
+        return ""
+    if len(got) > len(want):
+        return f"tick {got[len(want)][0]}: got '{got[len(want)][1]}', expected the tree to end with {want_final}"
+    if len(got) < len(want):
+        return f"the tree ended with {_final(got_final)}, expected '{want[len(got)][1]}' next"
+    if got_final != want_final:
+        return f"the tree ended with {_final(got_final)}, expected {_final(want_final)}"
+    return ""
+
+
+def _final(final: str) -> str:
+    return {"RUNNING": "RUNNING at the tick limit", "LIMIT": "an endless loop (leaf-tick budget)"}.get(final, final)

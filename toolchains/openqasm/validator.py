@@ -1,0 +1,401 @@
+"""OpenQASM 3: syntax = the openqasm3 reference parser and Qiskit's importer both accept the program;
+semantic = circuit-level equivalence with the gold (unitary, statevector, or the distribution of measured
+bits: exact when all measurements are final, else sampled with Qiskit Aer).
+
+The oracle spec (task.oracle):
+  mode: unitary | statevector | counts      what is compared (see the card)
+  qubits: {name: size, ...}                 the qubit registers the program must declare (order = the
+                                            canonical order used for comparison and diagnostics)
+  clbits: {name: size, ...}                 bit registers; required for counts, optional otherwise
+  observe: [name, ...]                      counts only: registers whose joint distribution is compared
+                                            (default: all clbits)
+  tolerance: float                          unitary/statevector: absolute tolerance on amplitudes
+                                            (default 1e-6); counts: total variation distance (default 0.05;
+                                            0 = exact, only for a deterministic gold)
+  shots: int, seed: int                     counts only (defaults 4000, 1); used when a circuit needs shot-by-shot
+                                            simulation (mid-circuit measurement, reset, feed-forward)
+  variants: [{file: text, ...}, ...]        hidden replacements of context files (other oracles): gold and
+                                            candidate are compared again with each
+"""
+import hashlib
+import importlib.metadata
+import importlib.util
+import json
+import re
+import shutil
+import sys
+import warnings
+from pathlib import Path
+
+from dslbench.toolchains import Probe, Toolchain
+
+RUNNER = Path(__file__).with_name("run_openqasm.py")
+MODES = ("unitary", "statevector", "counts")
+MAX_QUBITS = {"unitary": 10, "statevector": 20, "counts": 20}
+KEYS = {"mode", "qubits", "clbits", "observe", "tolerance", "shots", "seed", "variants"}
+IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
+# Names a register cannot take in a program that includes stdgates.inc (Qiskit: "already defined").
+RESERVED = {"p", "x", "y", "z", "h", "s", "sdg", "t", "tdg", "sx", "rx", "ry", "rz", "cx", "cy", "cz", "cp", "crx",
+            "cry", "crz", "ch", "swap", "ccx", "cswap", "cu", "CX", "phase", "cphase", "id", "u1", "u2", "u3", "U",
+            "pi", "tau", "euler"}
+PACKAGES = {"openqasm3": "openqasm3", "antlr4-python3-runtime": "antlr4", "qiskit": "qiskit",
+            "qiskit-qasm3-import": "qiskit_qasm3_import", "qiskit-aer": "qiskit_aer"}
+
+
+def _is_int(v) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_num(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _registers(o: dict, key: str, problems: list) -> dict:
+    regs = o.get(key)
+    if not isinstance(regs, dict) or not regs:
+        problems.append((key, "a non-empty mapping of register name to size is required"))
+        return {}
+    for name, size in regs.items():
+        if not isinstance(name, str) or not IDENT.match(name):
+            problems.append((f"{key}.{name}", "register names must be identifiers"))
+        elif name in RESERVED:
+            problems.append((f"{key}.{name}", f"'{name}' is a stdgates.inc gate or a constant, not a usable register name"))
+        if not _is_int(size) or size < 1:
+            problems.append((f"{key}.{name}", f"size must be a positive integer, got {size!r}"))
+    return regs
+
+
+class Validator(Toolchain):
+    def probe(self) -> Probe:
+        versions = {}
+        for dist, module in PACKAGES.items():
+            try:
+                versions[dist] = importlib.metadata.version(dist)
+            except importlib.metadata.PackageNotFoundError:
+                return Probe(self.dsl, self.card["toolchain"], "", False, f"PyPI package '{dist}' is not installed")
+            if importlib.util.find_spec(module) is None:
+                return Probe(self.dsl, self.card["toolchain"], "", False, f"module '{module}' cannot be imported")
+        v = versions
+        version = (f"openqasm3 {v['openqasm3']} (ANTLR {v['antlr4-python3-runtime']}); Qiskit {v['qiskit']} + "
+                   f"qiskit-qasm3-import {v['qiskit-qasm3-import']}; Qiskit Aer {v['qiskit-aer']}")
+        return Probe(self.dsl, self.card["toolchain"], version, True, dialect=self.card["dialect"])
+
+    # --- the oracle spec ------------------------------------------------------------------------
+    def check_oracle(self, task):
+        o, problems = task.oracle, []
+        for key in sorted(set(o) - KEYS):
+            problems.append((key, f"unknown oracle field (allowed: {', '.join(sorted(KEYS))})"))
+        mode = o.get("mode")
+        if mode not in MODES:
+            problems.append(("mode", f"must be one of {', '.join(MODES)}, got {mode!r}"))
+            return problems
+        qubits = _registers(o, "qubits", problems)
+        total = sum(s for s in qubits.values() if _is_int(s))
+        if total > MAX_QUBITS[mode]:
+            problems.append(("qubits", f"{total} qubits: at most {MAX_QUBITS[mode]} for mode {mode}"))
+        clbits = _registers(o, "clbits", problems) if (mode == "counts" or "clbits" in o) else {}
+        for name in set(qubits) & set(clbits):
+            problems.append((f"clbits.{name}", "a name cannot be both a qubit and a bit register"))
+        if mode == "counts":
+            observe = o.get("observe", list(clbits))
+            if not isinstance(observe, list) or not observe:
+                problems.append(("observe", "a non-empty list of bit register names is required"))
+            else:
+                for i, name in enumerate(observe):
+                    if not isinstance(name, str) or name not in clbits:
+                        problems.append((f"observe[{i}]", f"'{name}' is not one of the clbits registers"))
+                if len(set(map(str, observe))) != len(observe):
+                    problems.append(("observe", "a register is listed twice"))
+            shots = o.get("shots", 4000)
+            if not _is_int(shots) or not 1 <= shots <= 100000:
+                problems.append(("shots", "must be an integer from 1 to 100000"))
+            seed = o.get("seed", 1)
+            if not _is_int(seed) or seed < 0:
+                problems.append(("seed", "must be a non-negative integer"))
+            tol = o.get("tolerance", 0.05)
+            if not _is_num(tol) or not 0 <= tol < 1:
+                problems.append(("tolerance", "counts: a total variation distance in [0, 1)"))
+        else:
+            for key in ("observe", "shots", "seed"):
+                if key in o:
+                    problems.append((key, f"only meaningful in counts mode, not in {mode} mode"))
+            tol = o.get("tolerance", 1e-6)
+            if not _is_num(tol) or not 0 < tol <= 0.1:
+                problems.append(("tolerance", f"{mode}: an absolute amplitude tolerance in (0, 0.1]"))
+        variants = o.get("variants", [])
+        if not isinstance(variants, list):
+            problems.append(("variants", "must be a list of mappings {context file name: replacement text}"))
+            variants = []
+        for i, variant in enumerate(variants):
+            if not isinstance(variant, dict) or not variant:
+                problems.append((f"variants[{i}]", "must be a non-empty mapping {context file name: text}"))
+                continue
+            for name, text in variant.items():
+                if name not in task.context:
+                    problems.append((f"variants[{i}].{name}", f"'{name}' is not a context file of the task"))
+                elif not isinstance(text, str) or not text.strip():
+                    problems.append((f"variants[{i}].{name}", "replacement text must be a non-empty string"))
+        return problems
+
+    # --- running the sandboxed runner -----------------------------------------------------------
+    # One sandbox call judges both levels: syntax() runs the runner in mode "both", which writes the
+    # syntax report first and, only if the program passed, the semantic report; semantic() then uses
+    # that report (same program, same task) instead of starting Python and Qiskit a second time. A
+    # timeout or crash during the simulation cannot change the syntax verdict, whose report exists
+    # already. The two verdicts share the command and log; each gets its own share of the time.
+    def __init__(self, folder, card):
+        super().__init__(folder, card)
+        self._pending = {}   # work dir -> (key, RunResult, syntax seconds) of the combined run, for semantic()
+        self.skipped = []    # (upstream record, reason) of the last import_upstream call
+
+    @staticmethod
+    def _key(program: str, task) -> str:
+        return hashlib.sha256("\0".join([task.id, task.gold, program, json.dumps(task.oracle, sort_keys=True)])
+                              .encode()).hexdigest()
+
+    def _job(self, mode: str, task) -> dict:
+        variants = [dict(task.context)] + [{**task.context, **v} for v in task.oracle.get("variants", [])]
+        return {"mode": mode, "program": self.file_name, "includes": dict(task.context), "gold": "gold.qasm",
+                "oracle": task.oracle, "variants": variants, "syntax_out": "syntax.json",
+                "semantic_out": "semantic.json"}
+
+    def _run(self, work: Path, job: dict, task):
+        shutil.copy(RUNNER, work / "run_openqasm.py")
+        (work / "gold.qasm").write_text(task.gold, encoding="utf-8")
+        (work / "job.json").write_text(json.dumps(job), encoding="utf-8")
+        for name in ("syntax.json", "semantic.json"):
+            (work / name).unlink(missing_ok=True)
+        env = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+               "RAYON_NUM_THREADS": "1", "QISKIT_PARALLEL": "FALSE"}
+        return self.run([Path(sys.executable).name, "run_openqasm.py", "job.json"], work, env=env)
+
+    @staticmethod
+    def _report(work: Path, name: str):
+        path = work / name
+        try:
+            return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+        except json.JSONDecodeError:  # cut off mid-write by a limit
+            return None
+
+    def syntax(self, program, task, work):
+        self._pending.pop(str(work), None)
+        result = self._run(work, self._job("both", task), task)
+        report = self._report(work, "syntax.json")
+        semantic = self._report(work, "semantic.json")
+        if report is not None and semantic is None:  # the simulation was cut off: time until the syntax report
+            duration = min(report.get("elapsed", result.duration_s), result.duration_s)
+        else:
+            duration = max(result.duration_s - (semantic or {}).get("seconds", 0.0), 0.0)
+        if report is None:
+            if result.timed_out:
+                return self.verdict("fail", f"parsing timed out after {self.limits().timeout_s:.0f} s", result)
+            status = "fail" if result.returncode < 0 or "MemoryError" in result.stderr else "error"
+            return self.verdict(status, f"OpenQASM runner failed (exit {result.returncode})", result)
+        if not report["ok"]:
+            return self.verdict("fail", report["error"], result)
+        self._pending[str(work)] = (self._key(program, task), result, duration)
+        return self.verdict("pass", f"accepted by openqasm3 and Qiskit: {report['summary']}", result, duration)
+
+    def semantic(self, program, task, work):
+        key, result, syntax_s = self._pending.pop(str(work), (None, None, 0.0))
+        if key != self._key(program, task):  # not judged together with the syntax level: run it now
+            result, syntax_s = self._run(work, self._job("semantic", task), task), 0.0
+        report = self._report(work, "semantic.json")
+        if report is None:
+            rest = max(result.duration_s - syntax_s, 0.0)
+            if result.timed_out:
+                return self.verdict("fail", f"simulation timed out after {self.limits().timeout_s:.0f} s "
+                                            "(non-terminating loop?)", result, rest)
+            if result.returncode < 0 or "MemoryError" in result.stderr:
+                return self.verdict("fail", "killed by resource limits (circuit too large?)", result, rest)
+            return self.verdict("error", f"OpenQASM runner failed (exit {result.returncode})", result, rest)
+        return self.verdict(report["status"], report["diagnostics"], result,
+                            report.get("seconds", result.duration_s))
+
+    # --- upstream: QCircuitBench ----------------------------------------------------------------
+    def import_upstream(self, source: Path) -> list[dict]:
+        """Tasks from a QCircuitBench checkout (or any folder below it).
+
+        Every folder holding a `*_description.txt` and gold circuits `<algo>_n{N}.qasm` is an
+        algorithm; each (algorithm, N) becomes one task. Records that cannot be judged here (too many
+        qubits to simulate, missing trial-1 oracle or description) are skipped; their reasons are kept in
+        `self.skipped` and issued as warnings. A malformed record (unparseable gold, several
+        description files, non-literal register sizes) raises ValueError naming it.
+        """
+        source = Path(source)
+        if not source.is_dir():
+            raise ValueError(f"QCircuitBench source {source} is not a directory")
+        self.skipped = []
+        tasks = []
+        folders = sorted({p.parent for p in source.rglob("*.qasm") if QCB_GOLD.match(p.name)})
+        for folder in folders:
+            for gold_path in sorted(folder.glob("*.qasm"), key=lambda p: (len(p.name), p.name)):
+                m = QCB_GOLD.match(gold_path.name)
+                if not m:
+                    continue
+                record = gold_path.relative_to(source).as_posix()
+                try:
+                    task = _qcb_task(source, folder, gold_path, int(m.group(2)))
+                except _Skip as e:
+                    self.skipped.append((record, str(e)))
+                    warnings.warn(f"QCircuitBench {record}: skipped: {e}", stacklevel=2)
+                    continue
+                except ValueError as e:
+                    raise ValueError(f"QCircuitBench record {record}: {e}") from None
+                tasks.append(task)
+        if not tasks and not self.skipped:
+            raise ValueError(f"no QCircuitBench records (<algo>_n<N>.qasm next to a *_description.txt) under {source}")
+        return tasks
+
+
+# --- QCircuitBench loader -----------------------------------------------------------------------
+QCB_GOLD = re.compile(r"^(.+)_n(\d+)\.qasm$")
+QCB_LICENCE = "MIT"
+QCB_MAX_VARIANTS = 3
+
+
+class _Skip(Exception):
+    """A well-formed upstream record that this validator cannot judge."""
+
+
+def _qcb_registers(program) -> tuple[dict, dict]:
+    from openqasm3 import ast
+    qubits, clbits = {}, {}
+    for st in program.statements:
+        if isinstance(st, ast.QubitDeclaration):
+            regs, name, size = qubits, st.qubit.name, st.size
+        elif isinstance(st, ast.ClassicalDeclaration) and isinstance(st.type, ast.BitType):
+            regs, name, size = clbits, st.identifier.name, st.type.size
+        else:
+            continue
+        if size is not None and not isinstance(size, ast.IntegerLiteral):
+            raise ValueError(f"register '{name}' has a size that is not an integer literal")
+        regs[name] = 1 if size is None else size.value
+    if not qubits:
+        raise ValueError("the gold circuit declares no qubits")
+    return qubits, clbits
+
+
+def _qcb_shape(program) -> tuple[bool, bool, bool]:
+    """(measures, mid-circuit operations after a measurement, classical control) of a gold circuit."""
+    from openqasm3 import ast
+    measured = after = control = False
+    for st in program.statements:
+        if isinstance(st, (ast.BranchingStatement, ast.WhileLoop, ast.ForInLoop)):
+            control = True
+        if isinstance(st, ast.QuantumMeasurementStatement) or (
+                isinstance(st, ast.ClassicalDeclaration) and isinstance(st.init_expression, ast.QuantumMeasurement)):
+            measured = True
+        elif measured and isinstance(st, (ast.QuantumGate, ast.QuantumReset, ast.QuantumPhase)):
+            after = True
+        if isinstance(st, ast.QuantumReset):
+            control = True
+    return measured, after, control
+
+
+def _antlr_message(text: str) -> str:
+    """The first ANTLR diagnostic for a text the reference parser rejects."""
+    from antlr4 import CommonTokenStream, InputStream
+    from antlr4.error.ErrorListener import ErrorListener
+    from openqasm3._antlr.qasm3Lexer import qasm3Lexer
+    from openqasm3._antlr.qasm3Parser import qasm3Parser
+    errors = []
+
+    class Collect(ErrorListener):
+        def syntaxError(self, recognizer, symbol, line, column, msg, exc):
+            errors.append(f"line {line}:{column} {msg}")
+
+    lexer = qasm3Lexer(InputStream(text))
+    lexer.removeErrorListeners()
+    lexer.addErrorListener(Collect())
+    parser = qasm3Parser(CommonTokenStream(lexer))
+    parser.removeErrorListeners()
+    parser.addErrorListener(Collect())
+    parser.program()
+    return errors[0] if errors else "rejected by the parser"
+
+
+def _qcb_task(source: Path, folder: Path, gold_path: Path, n: int) -> dict:
+    import openqasm3
+    descriptions = sorted(folder.glob("*_description.txt"))
+    if not descriptions:
+        raise _Skip("no *_description.txt next to the circuit")
+    if len(descriptions) != 1:
+        raise ValueError(f"expected one *_description.txt in {folder.relative_to(source).as_posix() or '.'}, "
+                         f"found {len(descriptions)}")
+    description = descriptions[0].read_text(encoding="utf-8").strip()
+    if not description:
+        raise ValueError(f"{descriptions[0].name} is empty")
+    gold = gold_path.read_text(encoding="utf-8")
+    try:
+        program = openqasm3.parse(gold)
+    except Exception as e:
+        raise ValueError(f"the gold circuit does not parse with openqasm3: {str(e) or _antlr_message(gold)}") from None
+    if program.version is not None and not str(program.version).startswith("3"):
+        raise ValueError(f"the gold circuit declares OPENQASM {program.version}, not 3")
+    qubits, clbits = _qcb_registers(program)
+    for name in [*qubits, *clbits]:
+        if name in RESERVED:
+            raise _Skip(f"register name '{name}' clashes with a stdgates.inc name")
+    includes = [st.filename for st in program.statements if type(st).__name__ == "Include"]
+    context, variants = {}, []
+    for name in includes:
+        if name == "stdgates.inc":
+            continue
+        if name != "oracle.inc":
+            raise _Skip(f"includes '{name}', which the QCircuitBench layout does not provide")
+        trials = sorted((folder / "test_oracle" / f"n{n}").glob("trial*/oracle.inc"),
+                        key=lambda p: int(re.sub(r"\D", "", p.parent.name) or 0))
+        first = folder / "test_oracle" / f"n{n}" / "trial1" / "oracle.inc"
+        if not first.exists():
+            raise _Skip(f"the gold includes oracle.inc but test_oracle/n{n}/trial1/oracle.inc is missing")
+        context["oracle.inc"] = first.read_text(encoding="utf-8")
+        variants = [{"oracle.inc": p.read_text(encoding="utf-8")} for p in trials if p != first][:QCB_MAX_VARIANTS]
+    total = sum(qubits.values())
+    measured, after, control = _qcb_shape(program)
+    # What QCircuitBench verifies is read off the measured bits; an unmeasured circuit is judged as a
+    # whole (unitary when small enough to build its matrix, else the state it prepares).
+    if measured or after or control:
+        mode = "counts"
+    elif total <= MAX_QUBITS["unitary"]:
+        mode = "unitary"
+    else:
+        mode = "statevector"
+    if mode == "counts" and not clbits:
+        raise _Skip("measures or branches without bit registers")
+    if total > MAX_QUBITS[mode]:
+        raise _Skip(f"{total} qubits: more than {MAX_QUBITS[mode]} cannot be judged in {mode} mode here")
+    oracle = {"mode": mode, "qubits": qubits}
+    if mode == "counts":
+        oracle.update(clbits=clbits, shots=4000, seed=1, tolerance=0.05)
+    if variants:
+        oracle["variants"] = variants
+    algo = folder.name
+    filled = (description.replace("\\{qubit number\\}", str(n)).replace("{qubit number}", str(n))
+              .replace("\\{QASM / Qiskit\\}", "OpenQASM 3").replace("{QASM / Qiskit}", "OpenQASM 3"))
+    regs = " and ".join([*(f"`qubit[{s}] {q};`" for q, s in qubits.items()),
+                         *(f"`bit[{s}] {c};`" for c, s in clbits.items())])
+    judged = {"unitary": "its unitary is compared with the reference circuit's up to global phase",
+              "statevector": "the state it prepares from |0...0> (final measurements removed) is compared with "
+                             "the reference circuit's up to global phase",
+              "counts": "the distribution of the measured bits is compared with the reference circuit's "
+                        "(Qiskit Aer, total variation distance at most 0.05)"}[mode]
+    files = " and `include \"oracle.inc\";` (the oracle file is shown below)" if context else ""
+    oracle_note = (f" It is also checked with {len(variants)} other oracle(s) of the same form." if variants else "")
+    instruction = (f"{filled}\n\nHere only the quantum circuit for n = {n} is judged, written as one OpenQASM 3.0 "
+                   f"program with `include \"stdgates.inc\";`{files}. Declare exactly the registers {regs}; "
+                   f"{judged}.{oracle_note}")
+    constructs = ["quantum algorithm", "measurement" if measured else "unitary circuit"]
+    if context:
+        constructs.append("oracle include")
+    return {
+        "id": f"openqasm-qcb-{algo.replace('_', '-').lower()}-n{n}",
+        "dsl": "openqasm", "domain": "Quantum Computing",
+        "title": f"{algo.replace('_', ' ').title()} (n = {n}, QCircuitBench)",
+        "difficulty": "easy" if total <= 4 else "medium" if total <= 8 else "hard",
+        "constructs": constructs, "failure_modes": [],
+        "instruction": instruction, "context": context, "gold": gold, "oracle": oracle,
+        "provenance": {"source": "upstream", "benchmark": "QCircuitBench",
+                       "upstream_id": gold_path.relative_to(source).as_posix(), "licence": QCB_LICENCE},
+        "split": "test", "mutants": [],
+    }

@@ -1,0 +1,584 @@
+"""Solidity: syntax = solc (solc-js 0.8, or forge when it is on PATH and works offline) compiles the file;
+semantic = the task's scenarios (deploy, calls, transactions, expected returns/reverts/events/balances)
+played on a fresh py-evm chain, identically for the gold (to confirm the expected values) and the candidate.
+
+Oracle of an authored task (checked strictly by check_oracle):
+
+  contract: Token                    # the contract under test (deployed by `deploy` steps by default)
+  declares:                          # optional structure checks on the compiler's AST
+    Token: {kind: contract, abstract: false, inherits: [Ownable]}
+  support: [Attacker.sol]            # optional context files compiled alone and deployable by name
+  scenarios:                         # each one on a new chain, steps in order
+    - name: transfer moves tokens
+      steps:
+        - deploy: [1000]             # constructor args; also: contract, as (label), from, value, reverts, events
+        - call: balanceOf            # eth_call; name or full signature; args, from, value, to (label), returns | reverts
+          args: [$0]
+          returns: [1000]
+        - transact: transfer         # a mined transaction; args, from, value, to, returns, events | reverts
+          from: 0
+          args: [$1, 250]
+          events: [[Transfer, $0, $1, 250]]
+        - transact: transfer
+          from: 1
+          args: [$2, 999]
+          reverts: {error: InsufficientBalance, args: [250, 999]}   # or true | {reason: s} | {panic: 0x11}
+        - send: 1 ether              # plain value transfer or raw call; data, from, to, returns (raw 0x data), events | reverts
+          reverts: true
+        - balance: $contract         # balance in wei; balance_change: net change since the scenario began,
+          equals: 0                  #   gas fees excluded (for the funded test accounts)
+        - mine: 3                    # mine empty blocks (12 s apart)
+        - wait: 3600                 # the next block comes this many seconds later
+
+Values: `$0`..`$9` test accounts (each funded with 1,000,000 ether), `$contract` / `$<label>` deployed
+contracts, `$zero` the zero address; bytes as 0x-hex; amounts as integers or '<n> wei|gwei|ether'.
+
+Upstream (SolEval) tasks have `kind: repository`: the candidate is one function, spliced into the recorded
+file of the user's repository for compilation; their behaviour oracle is the repository's own test suite.
+"""
+from __future__ import annotations
+
+import functools
+import importlib.metadata
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from dslbench import sandbox
+from dslbench.toolchains import Probe, Toolchain
+
+HERE = Path(__file__).resolve().parent
+COMPILER = HERE / "solc_compile.js"
+RUNNER = HERE / "run_sol.py"
+EVM_VERSION = "prague"                 # the newest fork eth-tester 0.14 / py-evm 0.12 run (their default)
+NODE_FLAGS = ["--liftoff-only", "--disable-wasm-trap-handler"]   # faster solc-js start; fits a 2 GB address space
+N_ACCOUNTS = 10
+ACTIONS = ("deploy", "call", "transact", "send", "balance", "balance_change", "mine", "wait")
+MODIFIERS = {
+    "deploy": {"contract", "as", "from", "value", "reverts", "events", "note"},
+    "call": {"args", "from", "value", "to", "returns", "reverts", "note"},
+    "transact": {"args", "from", "value", "to", "returns", "reverts", "events", "note"},
+    "send": {"from", "data", "to", "returns", "reverts", "events", "note"},
+    "balance": {"equals", "note"},
+    "balance_change": {"equals", "note"},
+    "mine": {"note"},
+    "wait": {"note"},
+}
+IDENT = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
+AMOUNT = re.compile(r"^\s*-?\d+\s*(wei|gwei|ether)\s*$")
+PY_PACKAGES = ("eth-tester", "py-evm", "eth-abi")
+
+
+def _node_modules() -> Path | None:
+    """solc-js as installed by `npm ci` in this folder (or in the real checkout, for copied projects)."""
+    import dslbench
+    for base in (HERE, Path(dslbench.__file__).resolve().parents[2] / "toolchains" / HERE.name):
+        if (base / "node_modules" / "solc" / "package.json").exists():
+            return base / "node_modules"
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def _node_flags() -> tuple[list[str], bool]:
+    """(node flags, whether solc-js fits the card's address-space limit). --disable-wasm-trap-handler
+    (node >= 20.15) replaces WebAssembly's ~10 GB guard reservation by bounds checks; older node
+    versions run solc-js without an address-space limit instead."""
+    try:
+        ok = subprocess.run(["node", *NODE_FLAGS, "-e", "0"], capture_output=True, timeout=20).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        ok = False
+    return (list(NODE_FLAGS), True) if ok else (["--liftoff-only"], False)
+
+
+def _is_amount(v) -> bool:
+    return (isinstance(v, int) and not isinstance(v, bool)) or (isinstance(v, str) and bool(AMOUNT.match(v)))
+
+
+def _first_line(text: str, n: int = 300) -> str:
+    line = (text or "").strip().splitlines()[0] if (text or "").strip() else ""
+    return line[:n]
+
+
+IMPORT = re.compile(r"""^\s*import\s+(?:[^"';]*?\bfrom\s+)?["']([^"']+)["']""", re.M)
+
+
+def _stage_imports(source: str, unit: str, repo: Path, remappings: list[str], dest: Path, limit: int = 5000):
+    """Copy the repository files that `source` (unit name `unit`) imports, transitively, to dest/<unit name>.
+
+    Mirrors solc's resolution closely enough to stage files (relative imports against the importing
+    unit, then remappings by longest prefix; looked up in the repository, its node_modules/ and lib/);
+    solc itself resolves the imports inside the sandbox, so an unstaged file is reported by solc.
+    """
+    pairs = sorted((r.split("=", 1) for r in remappings), key=lambda kv: -len(kv[0]))
+    pairs = [(k.split(":", 1)[-1], v) for k, v in pairs]
+    todo, seen = [(unit, source)], {unit}
+    base = repo.resolve()
+    while todo and len(seen) < limit:
+        name, text = todo.pop()
+        for wanted in IMPORT.findall(text):
+            if wanted.startswith("."):
+                resolved = str(Path(name).parent / wanted)
+                parts = []
+                for part in resolved.split("/"):
+                    if part == "..":
+                        if parts:
+                            parts.pop()
+                    elif part not in (".", ""):
+                        parts.append(part)
+                resolved = "/".join(parts)
+            else:
+                resolved = wanted
+            for prefix, target in pairs:
+                if resolved.startswith(prefix):
+                    resolved = target + resolved[len(prefix):]
+                    break
+            if resolved in seen:
+                continue
+            seen.add(resolved)
+            for sub in ("", "node_modules", "lib"):
+                found = (base / sub / resolved).resolve()
+                if found.is_file() and base in found.parents:
+                    content = found.read_text(encoding="utf-8", errors="replace")
+                    target_path = dest / sub / resolved
+                    target_path.parent.mkdir(parents=True, exist_ok=True)
+                    target_path.write_text(content, encoding="utf-8")
+                    todo.append((resolved, content))
+                    break
+
+
+class Validator(Toolchain):
+    # --- toolchain ------------------------------------------------------------------------------
+    def probe(self) -> Probe:
+        name = self.card["toolchain"]
+        node = shutil.which("node")
+        if not node:
+            return Probe(self.dsl, name, "", False, "node is not on PATH (Debian package nodejs)")
+        modules = _node_modules()
+        if modules is None:
+            return Probe(self.dsl, name, "", False,
+                         "solc-js is not installed: run `npm ci` in toolchains/solidity (install.sh does)")
+        versions = {}
+        for pkg in PY_PACKAGES:
+            try:
+                versions[pkg] = importlib.metadata.version(pkg)
+            except importlib.metadata.PackageNotFoundError:
+                return Probe(self.dsl, name, "", False, f"PyPI package '{pkg}' is not installed")
+        solc = json.loads((modules / "solc" / "package.json").read_text())["version"]
+        node_v = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=20).stdout.strip()
+        judge = f"solc-js {solc} (node {node_v}{'' if _node_flags()[1] else ', without an address-space limit'})"
+        forge, note = self._forge()
+        if forge:
+            judge = (f"forge {forge['forge_version']} with solc {forge['solc_version']} (syntax); {judge} compiles "
+                     f"for the scenarios")
+        version = (f"{judge}; semantics: eth-tester {versions['eth-tester']} + py-evm {versions['py-evm']}"
+                   + (f"; {note}" if note else ""))
+        return Probe(self.dsl, name, version, True, dialect=self.card["dialect"])
+
+    def _forge(self) -> tuple[dict | None, str]:
+        """(forge setup or None, note). forge judges syntax when it and a native solc 0.8 run in the sandbox.
+
+        forge downloads compilers itself, which cannot happen offline: it is used only with a native
+        `solc` on PATH, passed to it explicitly. Both must run inside the sandbox (a home directory
+        hidden from it, such as root's ~/.foundry/bin, rules them out).
+        """
+        if hasattr(self, "_forge_cached"):
+            return self._forge_cached
+        forge, solc = shutil.which("forge"), shutil.which("solc")
+        setup, note = None, ""
+        if forge and not solc:
+            note = "forge is on PATH but no native solc is (forge would download one, impossible offline): solc-js judges"
+        elif forge:
+            forge, solc = str(Path(forge).resolve()), str(Path(solc).resolve())
+            work = sandbox.new_workdir()
+            try:
+                f = self.run([forge, "--version"], work, memory_mb=None)
+                v = self.run([solc, "--version"], work, memory_mb=None)
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+            m = re.search(r"Version:\s*(0\.8\.\d+)", v.stdout)
+            fv = re.search(r"(\d+\.\d+\.\d+)", f.stdout)
+            if f.returncode != 0 or v.returncode != 0:
+                note = "forge and solc are on PATH but do not run in the sandbox (hidden home directory?): solc-js judges"
+            elif not m:
+                note = f"forge is on PATH but solc is not 0.8 ({_first_line(v.stdout, 80)}): solc-js judges"
+            else:
+                setup = {"forge": forge, "solc": solc, "forge_version": fv.group(1) if fv else "?",
+                         "solc_version": m.group(1)}
+        self._forge_cached = (setup, note)
+        return self._forge_cached
+
+    def _syntax_forge(self, forge: dict, work: Path):
+        """`forge build --json` of a scratch project holding only the candidate (optimizer off, prague)."""
+        proj = work / "forge_project"
+        (proj / "src").mkdir(parents=True)
+        shutil.copy(work / self.file_name, proj / "src" / self.file_name)
+        (proj / "foundry.toml").write_text(
+            f'[profile.default]\nsrc = "src"\nout = "out"\nlibs = []\nsolc = "{forge["solc"]}"\n'
+            f'offline = true\nevm_version = "{EVM_VERSION}"\noptimizer = false\ncache = false\n', encoding="utf-8")
+        result = self.run(["forge", "build", "--json", "--root", "forge_project"], work, memory_mb=None,
+                          env={"PATH": f"{Path(forge['forge']).parent}:/usr/local/bin:/usr/bin:/bin"})
+        if result.timed_out:
+            return self.verdict("fail", "forge build timed out", result)
+        try:
+            output = json.loads(result.stdout)
+        except json.JSONDecodeError:
+            first = _first_line(result.stderr, 240)
+            if f"src/{self.file_name}" in first:   # forge refuses the file itself, e.g. a pragma for another solc
+                return self.verdict("fail", "forge: " + first.removeprefix("Error: "), result)
+            return self.verdict("error", f"forge build gave no JSON (exit {result.returncode}): {first}", result)
+        errors = []
+        for e in output.get("errors", []):
+            m = re.search(r"-->\s*(?:src/)?([^\s:]+):(\d+):(\d+):", e.get("formattedMessage", ""))
+            errors.append({"severity": e.get("severity", "error"), "type": e.get("type", "Error"),
+                           "message": e.get("message", ""), "location": ":".join(m.groups()) if m else ""})
+        report = {"compiler": f"{forge['solc_version']} via forge {forge['forge_version']}",
+                  "files": {self.file_name: {"errors": errors}}}
+        return self._syntax_verdict(result, report, self.file_name)
+
+    def _compile(self, work: Path, files: list[dict]) -> tuple:
+        """Compile files with solc-js in the sandbox; returns (RunResult, report or None)."""
+        shutil.copy(COMPILER, work / "solc_compile.js")
+        job = {"output": "compiled.json", "evm_version": EVM_VERSION, "files": files}
+        (work / "compile_job.json").write_text(json.dumps(job, indent=1), encoding="utf-8")
+        modules = _node_modules()
+        flags, limited = _node_flags()
+        extra = {} if limited else {"memory_mb": None}   # WebAssembly reserves ~10 GB of address space
+        result = self.run(["node", *flags, "solc_compile.js", "compile_job.json"], work,
+                          env={"NODE_PATH": str(modules)} if modules else None, **extra)
+        path = work / "compiled.json"
+        report = json.loads(path.read_text(encoding="utf-8")) if path.exists() and result.returncode == 0 else None
+        return result, report
+
+    @staticmethod
+    def _errors(entry: dict, severity: str) -> list[dict]:
+        return [e for e in entry.get("errors", []) if e["severity"] == severity]
+
+    @staticmethod
+    def _describe(e: dict) -> str:
+        msg = f"{e['type']}: {_first_line(e['message'], 240)}"
+        return f"{msg} ({e['location']})" if e.get("location") else msg
+
+    # --- syntax -------------------------------------------------------------------------------------
+    def syntax(self, program, task, work):
+        if task.oracle.get("kind") == "repository":
+            return self._syntax_repository(program, task, work)
+        forge, _ = self._forge()
+        if forge:
+            return self._syntax_forge(forge, work)   # the semantic level then compiles with solc-js
+        files = [{"path": self.file_name}]
+        if task.gold.strip():
+            # The gold and support contracts serve the semantic level; compiling them in the same node
+            # process saves a second compiler start. They are compiled only if the candidate compiles.
+            (work / "gold.sol").write_text(task.gold, encoding="utf-8")
+            files.append({"path": "gold.sol"})
+            files += [{"path": name} for name in task.oracle.get("support", [])]
+        result, report = self._compile(work, files)
+        return self._syntax_verdict(result, report, self.file_name)
+
+    def _syntax_verdict(self, result, report, unit: str, prefix: str = ""):
+        if result.timed_out:
+            return self.verdict("fail", "solc timed out", result)
+        if report is None or unit not in report["files"]:
+            return self.verdict("error", f"solc-js runner failed (exit {result.returncode}): "
+                                         f"{_first_line(result.stderr, 200)}", result)
+        entry = report["files"][unit]
+        errors, warnings = self._errors(entry, "error"), self._errors(entry, "warning")
+        if errors:
+            more = f" (+{len(errors) - 1} more errors)" if len(errors) > 1 else ""
+            return self.verdict("fail", prefix + self._describe(errors[0]) + more, result)
+        note = f"; {len(warnings)} warning(s), first: {self._describe(warnings[0])}" if warnings else ""
+        return self.verdict("pass", f"{prefix}compiles with solc {report['compiler'].split('+')[0]}{note}", result)
+
+    # --- semantic -----------------------------------------------------------------------------------
+    def semantic(self, program, task, work):
+        if task.oracle.get("kind") == "repository":
+            o = task.oracle
+            return self.verdict("unavailable", f"upstream task: its behaviour oracle is the repository's own test "
+                                               f"suite ({o['tests']} in {o['repository']}), which DSL-Bench does "
+                                               f"not run; the syntax level compiled the spliced file")
+        gold_unit = "gold.sol"
+        support = list(task.oracle.get("support", []))
+        wanted = [self.file_name, gold_unit, *support]
+        path = work / "compiled.json"
+        report = json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+        compile_result = None
+        if report is None or any(u not in report["files"] for u in wanted):
+            (work / gold_unit).write_text(task.gold, encoding="utf-8")
+            # Gold and support first: a candidate error must not stop their compilation.
+            compile_result, report = self._compile(work, [{"path": u} for u in [gold_unit, *support, self.file_name]])
+            if report is None:
+                return self.verdict("error", "solc-js runner failed while compiling for the semantic level",
+                                    compile_result)
+        for unit in [gold_unit, *support]:
+            if unit not in report["files"] or self._errors(report["files"][unit], "error"):
+                return self.verdict("error", f"{unit} does not compile: the task is broken", compile_result)
+        if self._errors(report["files"].get(self.file_name, {"errors": []}), "error"):
+            return self.verdict("fail", "the program does not compile", compile_result)
+
+        def artifact(unit):
+            entry = report["files"][unit]
+            return {"contracts": entry["contracts"], "declared": entry["declared"]}
+
+        support_contracts = {}
+        for unit in support:
+            support_contracts.update(report["files"][unit]["contracts"])
+        o = task.oracle
+        spec = {"contract": o["contract"], "scenarios": o["scenarios"], "declares": o.get("declares") or {},
+                "reference": artifact(gold_unit), "support": {"contracts": support_contracts},
+                "programs": {"gold": artifact(gold_unit), "candidate": artifact(self.file_name)},
+                "order": ["gold", "candidate"]}
+        (work / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
+        shutil.copy(RUNNER, work / "run_sol.py")
+        result = self.run([Path(sys.executable).name, "run_sol.py", "spec.json", "report.json"], work)
+        duration = result.duration_s + (compile_result.duration_s if compile_result else 0.0)
+        out = work / "report.json"
+        if result.timed_out:
+            return self.verdict("fail", f"scenarios timed out after {self.limits().timeout_s:.0f} s "
+                                        f"(non-terminating or very expensive code?)", result, duration)
+        if not out.exists() or result.returncode != 0:
+            if result.returncode < 0 or "MemoryError" in result.stderr:
+                return self.verdict("fail", "killed by resource limits", result, duration)
+            return self.verdict("error", f"scenario runner failed (exit {result.returncode}): "
+                                         f"{_first_line(result.stderr.strip().splitlines()[-1] if result.stderr.strip() else '')}",
+                                result, duration)
+        rep = json.loads(out.read_text(encoding="utf-8"))
+        gold = rep["gold"]
+        if gold["declares"]:
+            return self.verdict("error", f"the gold does not meet the oracle: {gold['declares']}", result, duration)
+        for s in gold["scenarios"]:
+            if not s["ok"]:
+                why = s.get("oracle_error") or s.get("mismatch")
+                return self.verdict("error", f"the gold does not meet the oracle: scenario '{s['name']}': {why}",
+                                    result, duration)
+        cand = rep["candidate"]
+        if cand["declares"]:
+            return self.verdict("fail", f"structure: {cand['declares']}", result, duration)
+        failed = [s for s in cand["scenarios"] if not s["ok"]]
+        if failed:
+            s = failed[0]
+            why = s.get("mismatch") or f"oracle error: {s.get('oracle_error')}"
+            more = f" [{len(failed)}/{len(cand['scenarios'])} scenarios fail]"
+            return self.verdict("fail", f"scenario '{s['name']}': {why}{more}", result, duration)
+        steps = sum(s["steps"] for s in cand["scenarios"])
+        return self.verdict("pass", f"{len(cand['scenarios'])} scenarios ({steps} steps) behave as specified",
+                            result, duration)
+
+    # --- oracle spec --------------------------------------------------------------------------------
+    def check_oracle(self, task):
+        o = task.oracle
+        if o.get("kind", "scenarios") == "repository":
+            return self._check_repository_oracle(task)
+        problems: list[tuple[str, str]] = []
+        allowed = {"kind", "contract", "declares", "support", "scenarios"}
+        for key in o:
+            if key not in allowed:
+                problems.append((key, f"unknown field (allowed: {', '.join(sorted(allowed))})"))
+        if o.get("kind", "scenarios") != "scenarios":
+            problems.append(("kind", "must be 'scenarios' (authored) or 'repository' (upstream)"))
+        contract = o.get("contract")
+        if not isinstance(contract, str) or not IDENT.match(contract):
+            problems.append(("contract", "name of the contract under test is required"))
+        declares = o.get("declares", {})
+        if not isinstance(declares, dict):
+            problems.append(("declares", "must map contract names to {kind, abstract, inherits}"))
+            declares = {}
+        for name, d in declares.items():
+            f = f"declares.{name}"
+            if not isinstance(d, dict) or set(d) - {"kind", "abstract", "inherits"}:
+                problems.append((f, "must be a mapping with kind, abstract and/or inherits"))
+                continue
+            if "kind" in d and d["kind"] not in ("contract", "interface", "library"):
+                problems.append((f"{f}.kind", "must be contract, interface or library"))
+            if "abstract" in d and not isinstance(d["abstract"], bool):
+                problems.append((f"{f}.abstract", "must be true or false"))
+            if "inherits" in d and (not isinstance(d["inherits"], list)
+                                    or not all(isinstance(b, str) and IDENT.match(b) for b in d["inherits"])):
+                problems.append((f"{f}.inherits", "must be a list of contract names"))
+        support = o.get("support", [])
+        if not isinstance(support, list):
+            problems.append(("support", "must be a list of context file names"))
+            support = []
+        for i, name in enumerate(support):
+            if name not in task.context or not str(name).endswith(".sol"):
+                problems.append((f"support[{i}]", f"'{name}' is not a .sol context file of the task"))
+        scenarios = o.get("scenarios")
+        if not isinstance(scenarios, list) or not scenarios:
+            problems.append(("scenarios", "a non-empty list of scenarios is required"))
+            return problems
+        names = set()
+        for i, sc in enumerate(scenarios):
+            f = f"scenarios[{i}]"
+            if not isinstance(sc, dict) or set(sc) - {"name", "steps"}:
+                problems.append((f, "a scenario is a mapping with name and steps"))
+                continue
+            if not isinstance(sc.get("name"), str) or not sc["name"].strip():
+                problems.append((f"{f}.name", "missing required field"))
+            elif sc["name"] in names:
+                problems.append((f"{f}.name", f"duplicate scenario name '{sc['name']}'"))
+            names.add(sc.get("name"))
+            steps = sc.get("steps")
+            if not isinstance(steps, list) or not steps:
+                problems.append((f"{f}.steps", "a non-empty list of steps is required"))
+                continue
+            labels: set[str] = set()
+            for j, step in enumerate(steps):
+                problems += self._check_step(step, f"{f}.steps[{j}]", labels, first=(j == 0))
+        return problems
+
+    def _check_refs(self, value, field: str, labels: set) -> list:
+        if isinstance(value, list):
+            return [p for k, v in enumerate(value) for p in self._check_refs(v, f"{field}[{k}]", labels)]
+        if isinstance(value, str) and value.startswith("$"):
+            ok = value[1:] in labels or value == "$zero" or (value[1:].isdigit() and int(value[1:]) < N_ACCOUNTS)
+            if not ok:
+                return [(field, f"unknown reference '{value}' (use $0..${N_ACCOUNTS - 1}, $zero or a deployed label)")]
+        if isinstance(value, dict):
+            return [(field, "values are scalars or lists (write a struct as a list of its fields)")]
+        return []
+
+    def _check_step(self, step, f: str, labels: set, first: bool) -> list:
+        if not isinstance(step, dict):
+            return [(f, "a step is a mapping")]
+        actions = [a for a in ACTIONS if a in step]
+        if len(actions) != 1:
+            return [(f, f"a step has exactly one action of {', '.join(ACTIONS)}")]
+        action = actions[0]
+        problems = []
+        extra = set(step) - {action} - MODIFIERS[action]
+        if extra:
+            problems.append((f"{f}.{sorted(extra)[0]}", f"not allowed in a {action} step "
+                                                         f"(allowed: {', '.join(sorted(MODIFIERS[action]))})"))
+        if first and action != "deploy":
+            problems.append((f, "the first step of a scenario must be a deploy"))
+        value = step[action]
+        if action == "deploy":
+            if not isinstance(value, list):
+                problems.append((f"{f}.deploy", "the constructor arguments, as a list ([] for none)"))
+            else:
+                problems += self._check_refs(value, f"{f}.deploy", labels)
+            if "contract" in step and (not isinstance(step["contract"], str) or not IDENT.match(step["contract"])):
+                problems.append((f"{f}.contract", "a contract name"))
+            label = step.get("as", "contract")
+            if not isinstance(label, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", label) or label == "zero":
+                problems.append((f"{f}.as", "a label: letters, digits and _, not starting with a digit"))
+            elif "reverts" not in step:
+                labels.add(label)
+        elif action in ("call", "transact"):
+            if not isinstance(value, str) or not re.match(r"^[A-Za-z_$][A-Za-z0-9_$]*(\(.*\))?$", value):
+                problems.append((f"{f}.{action}", "a function name or full signature such as f(uint256)"))
+        elif action == "send":
+            if not _is_amount(value) or (isinstance(value, int) and value < 0):
+                problems.append((f"{f}.send", "the amount: an integer (wei) or '<n> wei|gwei|ether'"))
+            data = step.get("data", "0x")
+            if not isinstance(data, str) or not re.fullmatch(r"0x([0-9a-fA-F]{2})*", data):
+                problems.append((f"{f}.data", "call data as 0x-prefixed hex"))
+        elif action in ("balance", "balance_change"):
+            if not isinstance(value, str) or not value.startswith("$"):
+                problems.append((f"{f}.{action}", "an account or contract reference such as $1 or $contract"))
+            else:
+                problems += self._check_refs(value, f"{f}.{action}", labels)
+            if "equals" not in step or not _is_amount(step["equals"]):
+                problems.append((f"{f}.equals", "the expected amount: an integer (wei) or '<n> wei|gwei|ether'"))
+        elif action in ("mine", "wait"):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                problems.append((f"{f}.{action}", "a positive integer"))
+        if "from" in step and (not isinstance(step["from"], int) or isinstance(step["from"], bool)
+                               or not 0 <= step["from"] < N_ACCOUNTS):
+            problems.append((f"{f}.from", f"an account index 0..{N_ACCOUNTS - 1}"))
+        if "value" in step and (not _is_amount(step["value"]) or (isinstance(step["value"], int) and step["value"] < 0)):
+            problems.append((f"{f}.value", "an amount: an integer (wei) or '<n> wei|gwei|ether'"))
+        if "to" in step and step["to"] not in labels:
+            problems.append((f"{f}.to", f"'{step['to']}' is not deployed earlier in the scenario"))
+        if action in ("call", "transact", "send") and "to" not in step and "contract" not in labels:
+            problems.append((f, "no contract deployed (as 'contract') before this step"))
+        if "args" in step:
+            if not isinstance(step["args"], list):
+                problems.append((f"{f}.args", "must be a list"))
+            else:
+                problems += self._check_refs(step["args"], f"{f}.args", labels)
+        if "returns" in step and action == "send":
+            if not isinstance(step["returns"], str) or not re.fullmatch(r"0x([0-9a-fA-F]{2})*", step["returns"]):
+                problems.append((f"{f}.returns", "the raw return data of a send, as 0x-prefixed hex"))
+        elif "returns" in step:
+            if not isinstance(step["returns"], list):
+                problems.append((f"{f}.returns", "must be the list of return values"))
+            else:
+                problems += self._check_refs(step["returns"], f"{f}.returns", labels)
+        if "events" in step:
+            events = step["events"]
+            if not isinstance(events, list) or not all(isinstance(e, list) and e and isinstance(e[0], str)
+                                                       and IDENT.match(e[0]) for e in events):
+                problems.append((f"{f}.events", "a list of [EventName, arg, ...] lists ([] for none)"))
+            else:
+                for k, e in enumerate(events):
+                    problems += self._check_refs(e[1:], f"{f}.events[{k}]", labels | ({"contract"} if action == "deploy" else set()))
+        if "reverts" in step:
+            r = step["reverts"]
+            if "returns" in step or "events" in step:
+                problems.append((f"{f}.reverts", "a reverting step cannot also expect returns or events"))
+            if r is True:
+                pass
+            elif isinstance(r, dict) and len(r) == 1 and isinstance(r.get("reason"), str):
+                pass
+            elif isinstance(r, dict) and len(r) == 1 and isinstance(r.get("panic"), int) and not isinstance(r.get("panic"), bool):
+                pass
+            elif isinstance(r, dict) and isinstance(r.get("error"), str) and IDENT.match(r["error"]) \
+                    and set(r) <= {"error", "args"} and isinstance(r.get("args", []), list):
+                problems += self._check_refs(r.get("args", []), f"{f}.reverts.args", labels)
+            else:
+                problems.append((f"{f}.reverts", "true, {reason: text}, {panic: code} or {error: Name, args: [...]}"))
+        return problems
+
+    # --- upstream: SolEval -----------------------------------------------------------------------------
+    def _check_repository_oracle(self, task):
+        o, problems = task.oracle, []
+        for key in ("repository", "file", "unit", "function", "marker", "tests"):
+            if not isinstance(o.get(key), str) or not o[key].strip():
+                problems.append((key, "missing required field (repository oracle)"))
+        extra = set(o) - {"kind", "repository", "file", "unit", "function", "marker", "tests", "lines"}
+        if extra:
+            problems.append((sorted(extra)[0], "unknown field for a repository oracle"))
+        if not problems:
+            if o["unit"] not in task.context:
+                problems.append(("unit", f"'{o['unit']}' is not a context file of the task"))
+            elif task.context[o["unit"]].count(o["marker"]) != 1:
+                problems.append(("marker", "must occur exactly once in the context file"))
+        return problems
+
+    def _syntax_repository(self, program, task, work):
+        o = task.oracle
+        repo = Path(o["repository"])
+        if not repo.is_dir():
+            return self.verdict("unavailable", f"the user's repository {o['repository']} is not on this machine "
+                                               f"(needed for imports and tests)")
+        spliced = task.context[o["unit"]].replace(o["marker"], program.strip("\n"), 1)
+        (work / "spliced.sol").write_text(spliced, encoding="utf-8")
+        remappings = []
+        rem = repo / "remappings.txt"
+        if rem.exists():
+            remappings = [l.strip() for l in rem.read_text(encoding="utf-8").splitlines()
+                          if "=" in l and not l.strip().startswith("#")]
+        # The sandbox cannot see every host path (private /tmp, hidden /root): stage the files the unit
+        # imports, transitively, into the work directory; solc resolves them there.
+        _stage_imports(spliced, o["file"], repo, remappings, work / "repo")
+        files = [{"path": "spliced.sol", "name": o["file"], "import_root": "repo", "remappings": remappings}]
+        result, report = self._compile(work, files)
+        return self._syntax_verdict(result, report, o["file"], prefix=f"{o['function']} spliced into {o['file']}: ")
+
+    def import_upstream(self, source: Path) -> list[dict]:
+        from importlib.util import module_from_spec, spec_from_file_location
+        spec = spec_from_file_location("dslbench_solidity_soleval", HERE / "soleval.py")
+        module = module_from_spec(spec)
+        spec.loader.exec_module(module)
+        tasks, skipped = module.load(Path(source))
+        self.last_import_skipped = skipped
+        if skipped:
+            import logging
+            log = logging.getLogger("dslbench.solidity")
+            log.warning("SolEval: %d task(s) converted, %d record(s) skipped", len(tasks), len(skipped))
+            for upstream_id, reason in skipped:
+                log.warning("  skipped %s: %s", upstream_id, reason)
+        return tasks

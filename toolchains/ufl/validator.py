@@ -1,0 +1,229 @@
+"""UFL: syntax = the Python program runs and defines the task's forms, which UFL preprocesses, with the
+right arity; semantic = preprocessed form-signature equivalence with the gold, backed by a pointwise
+numeric check of the integrands (per integral type, subdomain id and quadrature rule)."""
+import ast
+import importlib.metadata
+import importlib.util
+import json
+import math
+import shutil
+import sys
+from pathlib import Path
+
+from dslbench.toolchains import Probe, Toolchain
+
+RUNNER = Path(__file__).with_name("run_ufl.py")
+GOLD_FILE = "_gold_forms.py"
+RESERVED = {"run_ufl.py", "spec.json", "report.json", GOLD_FILE}
+ARITY_NAMES = {0: "a functional (arity 0)", 1: "a linear form (arity 1)", 2: "a bilinear form (arity 2)"}
+ORACLE_KEYS = {"forms", "symbols", "rtol"}
+DEFAULT_RTOL = 1e-9
+# Single-threaded BLAS: the runner does tiny array work, and thread pools would reserve memory.
+ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+
+
+def _assigned_names(tree: ast.AST) -> set[str]:
+    names = set()
+    for node in ast.walk(tree):
+        targets = []
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, (ast.AnnAssign, ast.AugAssign)):
+            targets = [node.target]
+        for t in targets:
+            for sub in ast.walk(t):
+                if isinstance(sub, ast.Name):
+                    names.add(sub.id)
+    return names
+
+
+def _fmt(v: float) -> str:
+    return f"{v:.6g}"
+
+
+class Validator(Toolchain):
+    def probe(self) -> Probe:
+        versions = {}
+        for dist, module in (("fenics-ufl", "ufl"), ("fenics-basix", "basix")):
+            try:
+                versions[dist] = importlib.metadata.version(dist)
+            except importlib.metadata.PackageNotFoundError:
+                return Probe(self.dsl, self.card["toolchain"], "", False, f"PyPI package '{dist}' is not installed")
+            if importlib.util.find_spec(module) is None:
+                return Probe(self.dsl, self.card["toolchain"], "", False, f"module '{module}' cannot be imported")
+        version = ", ".join(f"{d} {v}" for d, v in versions.items())
+        return Probe(self.dsl, self.card["toolchain"], version, True, dialect=self.card["dialect"])
+
+    # --- oracle spec ------------------------------------------------------------------------------
+    def check_oracle(self, task):
+        problems = []
+        o = task.oracle
+        for key in o:
+            if key not in ORACLE_KEYS:
+                problems.append((str(key), f"unknown oracle field (allowed: {', '.join(sorted(ORACLE_KEYS))})"))
+        forms = o.get("forms")
+        if not isinstance(forms, dict) or not forms:
+            problems.append(("forms", "must be a non-empty mapping of form name to arity (0, 1 or 2)"))
+            forms = {}
+        for name, arity in forms.items():
+            if not isinstance(name, str) or not name.isidentifier():
+                problems.append((f"forms.{name}", "form names must be Python identifiers"))
+            if not isinstance(arity, int) or isinstance(arity, bool) or arity not in ARITY_NAMES:
+                problems.append((f"forms.{name}", "arity must be 0, 1 or 2"))
+        symbols = o.get("symbols", [])
+        if not isinstance(symbols, list):
+            problems.append(("symbols", "must be a list of coefficient/constant names"))
+            symbols = []
+        for i, s in enumerate(symbols):
+            if not isinstance(s, str) or not s.isidentifier():
+                problems.append((f"symbols[{i}]", "must be a Python identifier"))
+            elif s in forms:
+                problems.append((f"symbols[{i}]", f"'{s}' is also a form name"))
+        if len(set(map(str, symbols))) != len(symbols):
+            problems.append(("symbols", "names must be unique"))
+        rtol = o.get("rtol", DEFAULT_RTOL)
+        if not isinstance(rtol, (int, float)) or isinstance(rtol, bool) or not 0 < rtol <= 1e-3:
+            problems.append(("rtol", "must be a number in (0, 1e-3]"))
+        for name in task.context:
+            if name in RESERVED or name == self.file_name:
+                problems.append(("", f"context file name '{name}' is reserved by the validator"))
+            elif name.endswith(".py") and not name[:-3].isidentifier():
+                problems.append(("", f"context file '{name}' is not importable as a Python module"))
+        try:
+            tree = ast.parse(task.gold)
+        except SyntaxError as e:
+            problems.append(("", f"the gold is not valid Python: {e.msg} (line {e.lineno})"))
+        else:
+            assigned = _assigned_names(tree)
+            for name in forms:
+                if name not in assigned:
+                    problems.append((f"forms.{name}", f"the gold never assigns '{name}'"))
+        return problems
+
+    # --- running ----------------------------------------------------------------------------------
+    def _run(self, work: Path, programs: list[tuple[str, str]], task, against: str | None):
+        shutil.copy(RUNNER, work / "run_ufl.py")
+        modules = sorted(n[:-3] for n in task.context if n.endswith(".py"))
+        spec = {"programs": [list(p) for p in programs], "forms": task.oracle["forms"],
+                "symbols": task.oracle.get("symbols", []), "modules": modules,
+                "numeric_against": against, "remove_after_run": ["gold"] if against else []}
+        (work / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
+        (work / "report.json").unlink(missing_ok=True)
+        result = self.run([Path(sys.executable).name, "run_ufl.py", "spec.json", "report.json"], work, env=ENV)
+        path = work / "report.json"
+        report = json.loads(path.read_text()) if path.exists() and result.returncode == 0 else None
+        return result, report
+
+    def _runner_failure(self, result):
+        if result.timed_out:
+            return "fail", f"timed out after {self.limits().timeout_s:.0f} s"
+        if result.returncode < 0 or "MemoryError" in result.stderr:
+            return "fail", f"killed by resource limits (exit {result.returncode})"
+        return "error", f"UFL runner failed (exit {result.returncode})"
+
+    def _preflight(self, entry: dict, forms: dict) -> str | None:
+        """First reason why a program's forms are unusable, or None."""
+        if not entry["ran"]:
+            return f"the program does not run: {entry['error']}"
+        for name, arity in forms.items():
+            rec = entry["forms"].get(name, {})
+            if not rec.get("present"):
+                return f"the program defines no form named '{name}'"
+            if "arity" in rec and rec["arity"] != arity:
+                nums = ", ".join(map(str, rec["argument_numbers"])) or "none"
+                return (f"'{name}' has arity {rec['arity']} (argument numbers: {nums}); "
+                        f"the task asks for {ARITY_NAMES[arity]}")
+            if "arity" in rec and rec["argument_numbers"] != list(range(arity)):
+                return (f"'{name}' has arguments numbered {rec['argument_numbers']}; expected "
+                        f"{list(range(arity))} (test function 0, trial function 1)")
+            if rec.get("error"):
+                return rec["error"]
+        return None
+
+    def syntax(self, program, task, work):
+        result, report = self._run(work, [("candidate", self.file_name)], task, None)
+        if report is None:
+            status, why = self._runner_failure(result)
+            return self.verdict(status, why, result)
+        forms = task.oracle["forms"]
+        problem = self._preflight(report["programs"]["candidate"], forms)
+        if problem:
+            return self.verdict("fail", problem, result)
+        shown = ", ".join(f"{n} (arity {a})" for n, a in forms.items())
+        return self.verdict("pass", f"runs; defines {shown}; UFL preprocessing accepts them", result)
+
+    def semantic(self, program, task, work):
+        (work / GOLD_FILE).write_text(task.gold, encoding="utf-8")
+        result, report = self._run(work, [("gold", GOLD_FILE), ("candidate", self.file_name)], task, "gold")
+        if report is None:
+            status, why = self._runner_failure(result)
+            return self.verdict(status, why, result)
+        forms = task.oracle["forms"]
+        gold_problem = self._preflight(report["programs"]["gold"], forms)
+        if gold_problem:
+            return self.verdict("error", f"the gold is unusable: {gold_problem}", result)
+        cand = report["programs"]["candidate"]
+        problem = self._preflight(cand, forms)
+        if problem:
+            return self.verdict("fail", problem, result)
+        rtol = float(task.oracle.get("rtol", DEFAULT_RTOL))
+        notes = []
+        for name in forms:
+            status, note = self._compare(name, report["programs"]["gold"]["forms"][name], cand["forms"][name], rtol)
+            if status != "pass":
+                return self.verdict(status, note, result)
+            notes.append(note)
+        return self.verdict("pass", "; ".join(notes), result)
+
+    # --- comparison -------------------------------------------------------------------------------
+    def _compare(self, name: str, gold: dict, cand: dict, rtol: float) -> tuple[str, str]:
+        if cand["signature"] == gold["signature"]:
+            if cand["signature_names"] == gold["signature_names"]:
+                return "pass", f"{name}: preprocessed form signature equal"
+            # Same structure, but the signature numbers other coefficients in each place.
+            differs = (f"signature equal only with coefficients in other roles (program order "
+                       f"{', '.join(cand['signature_names'])}; task order {', '.join(gold['signature_names'])})")
+        else:
+            differs = "signature differs"
+        role = {"0": "test", "1": "trial"}
+        for num, want in gold["arguments"].items():
+            got = cand["arguments"].get(num)
+            if got != want:
+                return "fail", f"{name}: the {role[num]} function's space is {got}; the task's is {want}"
+        if cand["meshes"] != gold["meshes"]:
+            return "fail", f"{name}: defined on {'; '.join(cand['meshes'])}; the task's form is on {'; '.join(gold['meshes'])}"
+        for sym, want in gold["symbols"].items():
+            got = cand["symbols"].get(sym)
+            if got is not None and got != want:
+                return "fail", f"{name}: '{sym}' is {got}; the task's '{sym}' is {want}"
+        if "numeric_error" in gold:
+            return "error", f"{name}: numeric check impossible on the gold: {gold['numeric_error']['message']}"
+        if "numeric_error" in cand:
+            err = cand["numeric_error"]
+            status = "fail" if err["kind"] == "unnamed" else "error"
+            return status, f"{name}: {differs} and the numeric check cannot judge it: {err['message']}"
+        g, c = gold["numeric"], cand["numeric"]
+        scale = max([1.0] + [abs(v) for vals in g.values() for v in vals if math.isfinite(v)])
+        close = lambda a, b: math.isfinite(a) and abs(a - b) <= rtol * (abs(b) + scale)  # noqa: E731
+        for key, vals in g.items():
+            if not all(math.isfinite(v) for v in vals):
+                return "error", f"{name}: the gold integrand over {key} is not finite at the sample points"
+        # integrals over measures that only one side has (wrong subdomain id, ds instead of dS, ...)
+        extra = [k for k in sorted(set(c) - set(g)) if not all(close(v, 0.0) for v in c[k])]
+        missing = [k for k in sorted(set(g) - set(c)) if not all(close(0.0, v) for v in g[k])]
+        if extra or missing:
+            parts = []
+            if extra:
+                parts.append(f"the program integrates over {', '.join(extra)}, where the task's form has no integral")
+            if missing:
+                parts.append(f"the program has no integral over {', '.join(missing)}, which the task's form has")
+            return "fail", f"{name}: {differs} and " + "; ".join(parts)
+        npts = 0
+        for key in sorted(set(g) & set(c)):
+            for i, (a, b) in enumerate(zip(c[key], g[key])):
+                if not close(a, b):
+                    return "fail", (f"{name}: {differs} and the integrand over {key} differs from the task's "
+                                    f"(at sample point {i}: {_fmt(a)}, expected {_fmt(b)})")
+            npts += len(g[key])
+        return "pass", (f"{name}: {differs}, integrands equal at {npts} sample points over "
+                        f"{len(g)} integral group(s) (numeric check)")
