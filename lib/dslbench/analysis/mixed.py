@@ -25,6 +25,7 @@ The statsmodels path gives a normal interval on log(ratio) from the VB posterior
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 
 import numpy as np
@@ -87,8 +88,31 @@ def _ratio_interval(boot: np.ndarray) -> tuple[float, float, int]:
     return float(lo), float(hi), len(r)
 
 
+_R_ENV_KEYS = ("LD_LIBRARY_PATH", "R_HOME")
+
+
 @contextlib.contextmanager
 def _quiet_r():
+    """Keep R's console chatter out of notebooks, and undo the environment rpy2 sets.
+
+    rpy2 puts R's library folders first on LD_LIBRARY_PATH in os.environ; every subprocess started
+    later from this process (toolchains, kernels, other Pythons) would then load Debian's system
+    libraries in place of its own and can crash. R is already loaded in-process, so restore it.
+    """
+    saved_env = {k: os.environ.get(k) for k in _R_ENV_KEYS}
+    try:
+        with _quiet_r_console():
+            yield
+    finally:
+        for k, v in saved_env.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+@contextlib.contextmanager
+def _quiet_r_console():
     """Keep R's console chatter out of notebooks (messages are collected by the R code itself)."""
     try:
         from rpy2.rinterface_lib import callbacks
