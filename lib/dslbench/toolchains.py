@@ -32,6 +32,7 @@ class Probe:
     available: bool
     reason: str = ""      # why not, when unavailable
     dialect: str = ""     # language version / dialect the toolchain judges
+    exact: bool = True    # False for a weaker fallback judge: known-bad programs may slip through
 
     def to_dict(self) -> dict:
         return asdict(self)

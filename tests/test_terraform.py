@@ -1,0 +1,207 @@
+"""Terraform HCL validator: the real terraform + aws provider (detected, never mocked), the Rego oracle,
+the python-hcl2 fallback and the IaC-Eval loader. The full self-check of the bundled tasks runs in
+tests/test_validators.py; these tests cover what it does not."""
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dslbench import pipeline, toolchains
+from dslbench.tasks import TaskError, load_task_file, load_tasks
+from dslbench.upstream import dump_task, write_tasks
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "fixtures" / "terraform"
+TASKS = {t.id: t for t in load_tasks(["terraform"])["terraform"]}
+
+
+def _validator():
+    return toolchains.get("terraform")
+
+
+def _module(name):
+    """A module of the toolchain folder (the runner guards main() behind __name__)."""
+    folder = ROOT / "toolchains" / "terraform"
+    spec = importlib.util.spec_from_file_location(f"tf_{name}", folder / f"{name}.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.path.insert(0, str(folder))
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(folder))
+    return module
+
+
+def _real_terraform():
+    probe = toolchains.probe("terraform")
+    if not probe.available or "terraform" not in probe.version:
+        pytest.skip(f"terraform + aws provider mirror not found here: {probe.toolchain} {probe.reason}")
+    return probe
+
+
+@pytest.fixture
+def fallback(monkeypatch):
+    """Hide terraform: the validator must fall back to python-hcl2 and say so."""
+    monkeypatch.setenv("DSLBENCH_TERRAFORM", "/nonexistent/terraform")
+    mod = sys.modules[type(_validator()).__module__]
+    mod.find_terraform.cache_clear()
+    toolchains.probe.cache_clear()
+    yield
+    monkeypatch.delenv("DSLBENCH_TERRAFORM")
+    mod.find_terraform.cache_clear()
+    toolchains.probe.cache_clear()
+
+
+# --- the real toolchain -------------------------------------------------------------------------
+
+def test_probe_reports_terraform_provider_and_regopy():
+    probe = _real_terraform()
+    assert probe.version.startswith("terraform 1.")
+    assert "hashicorp/aws 5." in probe.version and "regopy" in probe.version
+    assert "hashicorp/aws 5." in probe.dialect
+
+
+def test_plan_time_failure_is_semantic_and_diagnostics_are_reproducible():
+    """each.value inside a dynamic block validates but cannot plan: syntax pass, semantic fail, same text twice."""
+    _real_terraform()
+    task = TASKS["terraform-011"]
+    mutant = next(m.program for m in task.mutants if "each.value" in m.program)
+    first = pipeline.evaluate("terraform", task, mutant)
+    second = pipeline.evaluate("terraform", task, mutant)
+    assert (first["syntax"]["status"], first["semantic"]["status"]) == ("pass", "fail")
+    assert "each.value cannot be used in this context" in first["semantic"]["diagnostics"]
+    assert "main.tf:" in first["semantic"]["diagnostics"]
+    for level in ("syntax", "semantic"):
+        assert first[level]["diagnostics"] == second[level]["diagnostics"]
+        assert first[level]["log"] == second[level]["log"]
+
+
+def test_other_providers_fail_syntax_with_an_offline_hint():
+    """Only hashicorp/aws is in the mirror; the program is not run against anything downloaded."""
+    _real_terraform()
+    program = ('provider "aws" {\n  region = "eu-west-1"\n}\n\n'
+               'data "external" "probe" {\n  program = ["sh", "-c", "echo {}"]\n}\n')
+    out = pipeline.evaluate("terraform", TASKS["terraform-001"], program)
+    assert out["syntax"]["status"] == "fail"
+    assert "hashicorp/external" in out["syntax"]["diagnostics"]
+    assert "only hashicorp/aws" in out["syntax"]["diagnostics"]
+
+
+def test_version_constraint_excluding_the_mirror_fails_like_init():
+    _real_terraform()
+    gold = TASKS["terraform-001"].gold.replace('version = "~> 5.0"', 'version = "~> 4.0"')
+    out = pipeline.evaluate("terraform", TASKS["terraform-001"], gold)
+    assert out["syntax"]["status"] == "fail"
+    assert "'~> 4.0' excludes" in out["syntax"]["diagnostics"]
+
+
+def test_version_constraints():
+    version_ok = _module("run_terraform").version_ok
+    assert version_ok("~> 5.0", "5.100.0") and version_ok(">= 5.10, < 6.0", "5.100.0")
+    assert not version_ok("~> 4.0", "5.100.0") and not version_ok("~> 5.0.1", "5.100.0")
+    assert version_ok("5.100.0", "5.100.0") and not version_ok("!= 5.100.0", "5.100.0")
+
+
+def test_imported_iac_eval_task_is_judged_with_the_document_convention(tmp_path):
+    """v0 Rego from IaC-Eval (import future.keywords) on the real plan: gold passes, a false rule fails."""
+    _real_terraform()
+    tasks = _validator().import_upstream(FIXTURES / "iac_eval_sample.csv")
+    path = write_tasks("terraform", tasks[:1], tmp_path)[0]
+    task = load_task_file(path, _validator().check_oracle)
+    out = pipeline.evaluate("terraform", task, task.gold)
+    assert (out["syntax"]["status"], out["semantic"]["status"]) == ("pass", "pass"), out
+    unversioned = task.gold.replace('status = "Enabled"', 'status = "Suspended"')
+    out = pipeline.evaluate("terraform", task, unversioned)
+    assert out["semantic"]["status"] == "fail"
+    assert "rule 'has_versioning' is false" in out["semantic"]["diagnostics"]
+
+
+# --- oracle spec --------------------------------------------------------------------------------
+
+def _task_dict(**oracle):
+    data = yaml.safe_load((ROOT / "data" / "tasks" / "terraform" / "terraform-007.yaml").read_text())
+    data["id"] = "terraform-900"
+    data["oracle"] = oracle
+    return data
+
+
+@pytest.mark.parametrize("oracle, field, words", [
+    ({"policy": "package t\nimport rego.v1\ndeny contains m if { m := }\n"}, "oracle.policy", "does not compile"),
+    ({"policy": "deny contains 1 if true\n"}, "oracle.policy", "no package line"),
+    ({"policy": "package t\nimport rego.v1\nallow := true\n"}, "oracle.policy", "no rule 'deny'"),
+    ({"policy": "package t\nimport rego.v1\ndeny contains 1 if false\n", "rule": "Not A Rule"}, "oracle.rule", "boolean rule"),
+    ({"policy": "package t\nimport rego.v1\ndeny contains 1 if false\n", "vars": ["x"]}, "oracle.vars", "map variable"),
+    ({"policy": "package t\nimport rego.v1\ndeny contains 1 if false\n", "modules": {"../up": {"main.tf": ""}}},
+     "oracle.modules.../up", "relative folder"),
+    ({"policy": "package t\nimport rego.v1\ndeny contains 1 if false\n", "inputs": [1]}, "oracle.inputs", "unknown oracle field"),
+])
+def test_malformed_oracle_is_rejected_with_file_line_and_field(tmp_path, oracle, field, words):
+    folder = tmp_path / "terraform"
+    folder.mkdir()
+    path = folder / "terraform-900.yaml"
+    path.write_text(dump_task(_task_dict(**oracle)))
+    with pytest.raises(TaskError) as err:
+        load_task_file(path, _validator().check_oracle)
+    assert err.value.field == field and words in err.value.message
+    assert err.value.line and err.value.line > 1 and "terraform-900.yaml" in err.value.path
+
+
+def test_policy_compile_errors_point_at_the_policy_line(tmp_path):
+    folder = tmp_path / "terraform"
+    folder.mkdir()
+    path = folder / "terraform-900.yaml"
+    path.write_text(dump_task(_task_dict(policy="package t\nimport rego.v1\n\ndeny contains m if { m := }\n")))
+    with pytest.raises(TaskError) as err:
+        load_task_file(path, _validator().check_oracle)
+    assert "policy line 4:" in err.value.message
+
+
+# --- upstream: IaC-Eval ---------------------------------------------------------------------------
+
+def test_iac_eval_loader_maps_fields_and_skips_unconvertible_records(tmp_path):
+    tc = _validator()
+    tasks = tc.import_upstream(FIXTURES / "iac_eval_sample.csv")
+    assert [t["id"] for t in tasks] == ["terraform-iaceval-iac-eval-sample-0001", "terraform-iaceval-iac-eval-sample-0002"]
+    first, second = tasks
+    assert first["instruction"].startswith("Create an S3 bucket called example-iac-logs")
+    assert 'bucket = "example-iac-logs"' in first["gold"]
+    assert first["oracle"]["rule"] == "document" and "has_versioning" in first["oracle"]["policy"]
+    assert (first["difficulty"], second["difficulty"]) == ("easy", "medium")
+    assert first["constructs"] == ["aws_s3_bucket", "aws_s3_bucket_versioning"]
+    assert first["provenance"] == {"source": "upstream", "benchmark": "IaC-Eval", "upstream_id": "iac_eval_sample:1",
+                                   "licence": first["provenance"]["licence"]}
+    assert first["mutants"] == [] and first["split"] == "test"
+    # record 3 has a Rego intent without a package line: skipped, with the record named
+    assert len(tc.skipped) == 1 and "record 3" in tc.skipped[0][0] and "package" in tc.skipped[0][1]
+    written = write_tasks("terraform", tasks, tmp_path)          # loads every file back strictly
+    assert [p.name for p in written] == [f"{t['id']}.yaml" for t in tasks]
+    assert load_task_file(written[1], tc.check_oracle).oracle["rule"] == "document"
+
+
+def test_iac_eval_malformed_record_is_named():
+    with pytest.raises(ValueError, match=r"iac_eval_bad_difficulty.csv record 2 \(Resource 'aws_vpc'\).*Difficulty"):
+        _validator().import_upstream(FIXTURES / "iac_eval_bad_difficulty.csv")
+    with pytest.raises(ValueError, match="missing column.*Rego intent"):
+        _validator().import_upstream(FIXTURES / "iac_eval_missing_column.csv")
+
+
+# --- fallback without terraform ----------------------------------------------------------------------
+
+def test_fallback_parser_is_used_and_recorded_without_terraform(fallback):
+    probe = toolchains.probe("terraform")
+    assert probe.available and "python-hcl2 fallback" in probe.toolchain
+    assert "pseudo plan" in probe.dialect
+    task = TASKS["terraform-010"]          # for_each over a local map, then over a resource map
+    out = pipeline.evaluate("terraform", task, task.gold)
+    assert (out["syntax"]["status"], out["semantic"]["status"]) == ("pass", "pass"), out
+    assert out["syntax"]["diagnostics"].startswith("[python-hcl2 fallback")
+    assert "pseudo plan from the parsed configuration" in out["semantic"]["diagnostics"]
+    semantic = next(m.program for m in task.mutants if m.level == "semantic")
+    assert pipeline.evaluate("terraform", task, semantic)["semantic"]["status"] == "fail"
+    out = pipeline.evaluate("terraform", TASKS["terraform-020"],
+                            next(m.program for m in TASKS["terraform-020"].mutants if 'type    = "string"' in m.program))
+    assert out["syntax"]["status"] == "fail" and "quoted type constraints" in out["syntax"]["diagnostics"]
+    out = pipeline.evaluate("terraform", task, task.gold.replace("resource \"aws_vpc\" \"main\" {", "resource \"aws_vpc\" {"))
+    assert out["syntax"]["status"] == "fail"

@@ -1,0 +1,369 @@
+"""Terraform HCL: syntax = terraform validate/plan offline; semantic = the task's Rego policy over the plan JSON.
+
+With a terraform binary and a provider mirror holding hashicorp/aws 5.x (both detected, never
+downloaded), one sandboxed runner call per program plans the configuration offline (fake
+credentials, provider skip flags) and renders the plan as JSON; when the plan fails, `terraform
+validate` tells a syntax failure from a plan-time one. Without them it falls back to python-hcl2
+parsing plus a pseudo plan built from the parsed configuration, and says so in the probe and in
+every verdict.
+
+Oracle of a task:
+  policy: Rego module (rego.v1 or v0 syntax); may `import data.dslbench.tf` (dslbench_lib.rego)
+  rule: deny        (default) `deny` is a set of messages, the program passes when it is empty;
+        document    IaC-Eval convention: no rule value of the package may be false;
+        <name>      a boolean rule that must be true
+  vars: {name: value}           values for the plan (-var-file), optional
+  modules: {dir: {file: text}}  local module folders created next to the program, optional
+"""
+from __future__ import annotations
+
+import csv
+import functools
+import importlib.metadata
+import json
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+from dslbench.sandbox import sandbox_mode
+from dslbench.toolchains import LevelVerdict, Probe, Toolchain
+
+HERE = Path(__file__).parent
+RUNNER, EVALUATOR, LIB = HERE / "run_terraform.py", HERE / "hcl_eval.py", HERE / "dslbench_lib.rego"
+SCHEMA = HERE / "aws_schema.json.gz"      # hashicorp/aws 5.100.0 schema snapshot for the fallback (make_schema.py)
+DEFAULT_TERRAFORM = "/usr/local/bin/terraform"
+DEFAULT_MIRROR = "/opt/tf-plugins"
+AWS = "registry.terraform.io/hashicorp/aws"
+ORACLE_KEYS = {"policy", "rule", "vars", "modules"}
+RULE_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+def _platform() -> str:
+    machine = platform.machine().lower()
+    arch = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}.get(machine, machine)
+    return f"{platform.system().lower()}_{arch}"
+
+
+def _version_key(v: str):
+    return tuple(int(x) for x in re.findall(r"\d+", v)[:3])
+
+
+@functools.lru_cache(maxsize=None)
+def find_terraform() -> tuple[str | None, str | None, str | None, str]:
+    """(terraform binary, aws provider dir, aws version, why not) found on this machine; never downloads.
+
+    The provider dir sits in a filesystem mirror: <mirror>/registry.terraform.io/hashicorp/aws/<version>/<os_arch>.
+    """
+    tf = os.environ.get("DSLBENCH_TERRAFORM") or shutil.which("terraform") or DEFAULT_TERRAFORM
+    if not (Path(tf).is_file() and os.access(tf, os.X_OK)):
+        return None, None, None, "no terraform binary (PATH, DSLBENCH_TERRAFORM or /usr/local/bin/terraform)"
+    mirror = Path(os.environ.get("DSLBENCH_TF_PLUGINS") or DEFAULT_MIRROR)
+    found = []
+    for d in mirror.glob(f"{AWS}/*/{_platform()}"):
+        if _version_key(d.parent.name)[:1] == (5,) and list(d.glob("terraform-provider-aws*")):
+            found.append((_version_key(d.parent.name), d.parent.name, d))
+    if not found:
+        return tf, None, None, f"no hashicorp/aws 5.x provider for {_platform()} in the mirror {mirror} (DSLBENCH_TF_PLUGINS)"
+    _, version, folder = max(found)
+    return tf, str(folder), version, ""
+
+
+@functools.lru_cache(maxsize=None)
+def terraform_version(tf: str) -> str:
+    out = subprocess.run([tf, "version", "-json"], capture_output=True, text=True, timeout=60,
+                         env={"PATH": os.environ.get("PATH", ""), "CHECKPOINT_DISABLE": "1",
+                              "TF_CLI_CONFIG_FILE": os.devnull})
+    return json.loads(out.stdout)["terraform_version"]
+
+
+def _pkg_version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def _first(text: str, n: int = 300) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= n else line[: n - 3] + "..."
+
+
+class Validator(Toolchain):
+    # --- which toolchain judges -------------------------------------------------------------------
+    def _mode(self) -> str:
+        tf, provider, _, _ = find_terraform()
+        return "plan" if tf and provider else "parse"
+
+    def probe(self) -> Probe:
+        regopy, hcl2 = _pkg_version("regopy"), _pkg_version("python-hcl2")
+        if not regopy:
+            return Probe(self.dsl, self.card["toolchain"], "", False,
+                         "PyPI package 'regopy' (Rego policies) is not installed")
+        tf, provider, aws_version, why = find_terraform()
+        if tf and provider:
+            version = f"terraform {terraform_version(tf)}, hashicorp/aws {aws_version}, regopy {regopy}"
+            return Probe(self.dsl, self.card["toolchain"], version, True,
+                         dialect=f"Terraform {terraform_version(tf)} language, hashicorp/aws {aws_version} schema")
+        if not hcl2:
+            return Probe(self.dsl, self.card["toolchain"], "", False,
+                         f"{why}; and the fallback parser python-hcl2 is not installed")
+        _warm_hcl2()
+        snapshot = _snapshot_version()
+        schema = (f"arguments against a hashicorp/aws {snapshot} schema snapshot" if snapshot
+                  else "no provider schema")
+        return Probe(self.dsl, f"python-hcl2 fallback (weaker: {why})", f"python-hcl2 {hcl2}, regopy {regopy}", True,
+                     dialect=f"HCL2 syntax, Terraform language rules and {schema}; no provider-side validation, "
+                             "policies judged on a pseudo plan from the parsed configuration",
+                     exact=False)
+
+    # --- oracle spec --------------------------------------------------------------------------------
+    def check_oracle(self, task):
+        o, problems = task.oracle, []
+        for key in sorted(set(o) - ORACLE_KEYS):
+            problems.append((key, f"unknown oracle field (allowed: {', '.join(sorted(ORACLE_KEYS))})"))
+        policy = o.get("policy")
+        rule = o.get("rule", "deny")
+        if not isinstance(rule, str) or not (rule == "document" or RULE_NAME.match(rule)):
+            problems.append(("rule", "must be 'deny', 'document' or the name of a boolean rule"))
+            rule = "deny"
+        if not isinstance(policy, str) or not policy.strip():
+            problems.append(("policy", "a Rego module is required"))
+        elif not re.search(r"(?m)^\s*package\s+[\w.]+", policy):
+            problems.append(("policy", "the Rego module has no package line"))
+        else:
+            problems += [("policy", p) for p in policy_problems(policy, rule)]
+        variables = o.get("vars", {})
+        if not isinstance(variables, dict) or not all(isinstance(k, str) and re.match(r"^[A-Za-z_][\w-]*$", k)
+                                                      for k in variables):
+            problems.append(("vars", "must map variable names to values"))
+        modules = o.get("modules", {})
+        if not isinstance(modules, dict):
+            problems.append(("modules", "must map module folders to {file name: content}"))
+        else:
+            for folder, files in modules.items():
+                parts = str(folder).split("/")
+                if str(folder).startswith("/") or any(p in ("", ".", "..") or p.startswith(".") for p in parts):
+                    problems.append((f"modules.{folder}", "must be a relative folder path without '..' or hidden parts"))
+                elif not isinstance(files, dict) or not files or not all(
+                        isinstance(n, str) and "/" not in n and isinstance(t, str) for n, t in files.items()):
+                    problems.append((f"modules.{folder}", "must map plain file names to their content"))
+        return problems
+
+    # --- the two levels -----------------------------------------------------------------------------
+    def _prepare(self, task, work: Path) -> Path:
+        aux = work / ".dslbench"
+        aux.mkdir(exist_ok=True)
+        shutil.copy(RUNNER, aux / RUNNER.name)
+        shutil.copy(EVALUATOR, aux / EVALUATOR.name)
+        for folder, files in (task.oracle.get("modules") or {}).items():
+            target = work / folder
+            target.mkdir(parents=True, exist_ok=True)
+            for name, text in files.items():
+                (target / name).write_text(text, encoding="utf-8")
+        tf, provider, aws_version, _ = find_terraform()
+        job = {"terraform": tf, "aws_provider_dir": provider, "mirror": str(Path(provider).parents[4]) if provider else "",
+               "aws_version": aws_version, "vars": task.oracle.get("vars") or {},
+               "rule": task.oracle.get("rule", "deny"),
+               "schema": str(SCHEMA) if SCHEMA.exists() else None,
+               # address-space cap for terraform and the provider (Go; about 3 GB is needed)
+               "tf_memory_mb": int(self.card.get("terraform_memory_mb", 4096)),
+               # DSLBENCH_TF_REATTACH=0: let terraform start the provider itself for every command
+               "reattach": os.environ.get("DSLBENCH_TF_REATTACH", "1") != "0"}
+        (aux / "job.json").write_text(json.dumps(job), encoding="utf-8")
+        # The policy is evaluated in the same sandboxed run, right after a successful plan.
+        (aux / "policy.rego").write_text(task.oracle["policy"], encoding="utf-8")
+        shutil.copy(LIB, aux / LIB.name)
+        return aux
+
+    def _report(self, path: Path):
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return data if isinstance(data, dict) else None
+        except (OSError, ValueError):
+            return None
+
+    def syntax(self, program, task, work):
+        aux = self._prepare(task, work)
+        mode = self._mode()
+        result = self.run([Path(sys.executable).name, ".dslbench/run_terraform.py", mode], work)
+        if result.timed_out:
+            return self.verdict("fail", f"terraform timed out after {self.limits().timeout_s:.0f} s", result)
+        report = self._report(aux / "report.json") if result.returncode == 0 else None
+        if report is None or not isinstance(report.get("syntax"), dict):
+            if result.returncode < 0:
+                return self.verdict("fail", f"killed by resource limits (signal {-result.returncode})", result)
+            return self.verdict("error", f"terraform runner failed (exit {result.returncode}): "
+                                         f"{_first(result.stderr.strip().splitlines()[-1] if result.stderr.strip() else '')}",
+                                result)
+        syn = report["syntax"]
+        prefix = "" if mode == "plan" else "[python-hcl2 fallback, weaker than terraform validate] "
+        if syn.get("ok") is None:
+            return self.verdict("error", prefix + _first(str(syn.get("diagnostics", ""))), result)
+        return self.verdict("pass" if syn["ok"] else "fail", prefix + _first(str(syn.get("diagnostics", ""))), result)
+
+    def semantic(self, program, task, work):
+        aux = work / ".dslbench"
+        report = self._report(aux / "report.json")
+        if report is None:                       # syntax() did not run in this work dir
+            self.syntax(program, task, work)
+            report = self._report(aux / "report.json") or {}
+        plan = report.get("plan") or {}
+        if not plan.get("ok"):
+            errors = [str(e) for e in report.get("plan_errors") or [plan.get("diagnostics", "no plan")]]
+            return LevelVerdict("fail", "terraform plan failed: " + _first(str(plan.get("diagnostics", "no plan"))),
+                                "python .dslbench/run_terraform.py plan  # plan step",
+                                "\n".join(f"error: {e}" for e in errors), 0.0, sandbox_mode())
+        verdict, result = self._report(aux / "policy.json"), None
+        if verdict is None:                      # normally judged in the syntax run; else judge it now
+            result = self.run([Path(sys.executable).name, ".dslbench/run_terraform.py", "policy"], work)
+            verdict = self._report(aux / "policy.json") if result.returncode == 0 else None
+        if verdict is None or verdict.get("ok") is None:
+            why = (verdict or {}).get("diagnostics") or "policy runner failed" + (
+                f" (exit {result.returncode})" if result else "")
+            return self._policy_verdict("error", _first(str(why)), verdict, result)
+        judged = verdict.get("judged", "")
+        if verdict["ok"] is True:
+            return self._policy_verdict("pass", f"policy satisfied ({judged})", verdict, result)
+        messages = [str(m) for m in verdict.get("messages") or []] or ["policy not satisfied"]
+        more = f" (+{len(messages) - 1} more)" if len(messages) > 1 else ""
+        return self._policy_verdict("fail", f"{_first(messages[0], 240)}{more} ({judged})", verdict, result)
+
+    def _policy_verdict(self, status, diagnostics, verdict, result):
+        if result is not None:
+            return self.verdict(status, diagnostics, result)
+        lines = [f"policy ({self.card.get('semantic_policy_engine', 'regopy')}) evaluated in the syntax run "
+                 "(python .dslbench/run_terraform.py plan)"]
+        lines += [f"  - {m}" for m in (verdict or {}).get("messages", [])]
+        return LevelVerdict(status, diagnostics, "python .dslbench/run_terraform.py plan  # policy step",
+                            "\n".join(lines), float((verdict or {}).get("seconds", 0.0)), sandbox_mode())
+
+    # --- upstream: IaC-Eval CSV ------------------------------------------------------------------------
+    def import_upstream(self, source: Path) -> list[dict]:
+        return import_iac_eval(Path(source), self)
+
+
+@functools.lru_cache(maxsize=None)
+def _snapshot_version() -> str:
+    import gzip
+    try:
+        with gzip.open(SCHEMA, "rb") as f:
+            return str(json.loads(f.read()).get("provider_version", ""))
+    except (OSError, ValueError):
+        return ""
+
+
+def _warm_hcl2() -> None:
+    """python-hcl2 caches its compiled grammar next to its code; build it once outside the read-only sandbox."""
+    try:
+        import hcl2.parser
+        hcl2.parser.parser()
+    except Exception:  # noqa: BLE001 - only a speed-up
+        pass
+
+
+def policy_problems(policy: str, rule: str) -> list[str]:
+    """Compile the policy with regopy against an empty plan; problems as messages."""
+    try:
+        from regopy import Interpreter
+    except ImportError:
+        return []          # checked again at evaluation time; the probe reports regopy missing
+    package = re.search(r"(?m)^\s*package\s+([\w.]+)", policy).group(1)
+    rego = Interpreter()
+    try:
+        rego.add_module("dslbench_lib.rego", LIB.read_text(encoding="utf-8"))
+        rego.add_module("policy.rego", policy)
+        rego.set_input({"resource_changes": [], "configuration": {"root_module": {}}})
+        out = rego.query(f"data.{package}")
+    except Exception as e:  # noqa: BLE001 - RegoError and friends
+        return [f"does not compile: {rego_error(str(e), policy)}"]
+    if not out.ok():
+        return [f"does not compile: {rego_error(str(out), policy)}"]
+    doc = out.results[0].expressions[0] if out.results and out.results[0].expressions else None
+    if rule not in ("document",) and not re.search(rf"(?m)^\s*(default\s+)?{re.escape(rule)}\b", policy):
+        return [f"defines no rule '{rule}'"]
+    if rule == "deny" and isinstance(doc, dict) and doc.get("deny") not in (None, []):
+        pass  # a deny on an empty plan is fine (e.g. "no bucket"): nothing to check here
+    return []
+
+
+def rego_error(text: str, policy: str) -> str:
+    """'line L:C: message' from rego-cpp's error tree (`(error N:file|offset|len (errormsg N:message) ...)`)."""
+    msg = re.search(r"\(errormsg \d+:([^)]*)\)", text)
+    where = re.search(r"\(error \d+:policy\.rego\|(\d+)\|", text)
+    if not msg:
+        return _first(text, 200)
+    if where:
+        offset = int(where.group(1))
+        line = policy.count("\n", 0, offset) + 1
+        col = offset - (policy.rfind("\n", 0, offset) + 1) + 1
+        return f"policy line {line}:{col}: {msg.group(1)}"
+    return msg.group(1)
+
+
+# --- IaC-Eval -------------------------------------------------------------------------------------
+
+IAC_EVAL_COLUMNS = ("Resource", "Prompt", "Rego intent", "Difficulty", "Reference output", "Intent")
+
+
+def _difficulty(value: str) -> str | None:
+    try:
+        level = int(float(str(value).strip()))
+    except ValueError:
+        return None
+    return {1: "easy", 2: "easy", 3: "medium", 4: "medium", 5: "hard", 6: "hard"}.get(level)
+
+
+def import_iac_eval(source: Path, tc: Validator) -> list[dict]:
+    """IaC-Eval's CSV (one row per task) -> task dicts; raises on malformed records, skips unconvertible ones.
+
+    Columns: Resource, Prompt, Rego intent, Difficulty (1-6), Reference output, Intent. The record
+    number is its 1-based data row; `upstream_id` is "<file stem>:<row>".
+    """
+    files = sorted(source.glob("*.csv")) if source.is_dir() else [source]
+    if not files:
+        raise ValueError(f"{source}: no IaC-Eval CSV file")
+    tasks, tc.skipped = [], []
+    for path in files:
+        with open(path, newline="", encoding="utf-8") as f:
+            reader = csv.DictReader(f)
+            missing = [c for c in IAC_EVAL_COLUMNS if c not in (reader.fieldnames or [])]
+            if missing:
+                raise ValueError(f"{path.name}: not an IaC-Eval CSV, missing column(s) {', '.join(missing)}")
+            for row_no, row in enumerate(reader, start=1):
+                where = f"{path.name} record {row_no} (Resource {row.get('Resource', '').strip()!r})"
+                prompt, rego, gold = ((row.get(k) or "").strip() for k in ("Prompt", "Rego intent", "Reference output"))
+                for name, value in (("Prompt", prompt), ("Rego intent", rego), ("Reference output", gold)):
+                    if not value:
+                        raise ValueError(f"{where}: column '{name}' is empty")
+                difficulty = _difficulty(row.get("Difficulty", ""))
+                if difficulty is None:
+                    raise ValueError(f"{where}: column 'Difficulty' must be an integer 1-6, got {row.get('Difficulty')!r}")
+                if not re.search(r"(?m)^\s*package\s+[\w.]+", rego):
+                    tc.skipped.append((where, "Rego intent has no package line"))
+                    warnings.warn(f"{where}: skipped: Rego intent has no package line")
+                    continue
+                problems = policy_problems(rego, "document")
+                if problems:
+                    tc.skipped.append((where, problems[0]))
+                    warnings.warn(f"{where}: skipped: Rego intent {problems[0]}")
+                    continue
+                resources = [r.strip() for r in re.split(r"[,\s]+", row.get("Resource", "")) if r.strip()]
+                intent = " ".join((row.get("Intent") or "").split())
+                tasks.append({
+                    "id": f"terraform-iaceval-{path.stem.lower().replace('_', '-')}-{row_no:04d}",
+                    "dsl": tc.dsl, "domain": tc.card.get("domain", "DevOps/Infrastructure"),
+                    "title": _first(f"{', '.join(resources) or 'Terraform'}: {intent or prompt}", 100),
+                    "difficulty": difficulty, "constructs": resources or ["resource"], "failure_modes": [],
+                    "instruction": prompt, "context": {}, "gold": gold + ("\n" if not gold.endswith("\n") else ""),
+                    "oracle": {"policy": rego + "\n", "rule": "document"},
+                    "provenance": {"source": "upstream", "benchmark": "IaC-Eval", "upstream_id": f"{path.stem}:{row_no}",
+                                   # not verified here: the dataset card states it (the IaC-Eval code is MIT)
+                                   "licence": "as published with the IaC-Eval dataset (see its dataset card)"},
+                    "split": "test", "mutants": [],
+                })
+    return tasks
