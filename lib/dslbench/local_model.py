@@ -58,7 +58,9 @@ def get_llama():
                 model_path=str(gguf_path()),
                 n_ctx=N_CTX,
                 seed=0,
-                n_threads=os.cpu_count(),
+                # DSLBENCH_LLAMA_THREADS: fewer threads on a shared machine (llama.cpp's threads
+                # spin-wait, so oversubscribed cores make it tens of times slower, not 2x).
+                n_threads=int(os.environ.get("DSLBENCH_LLAMA_THREADS") or os.cpu_count()),
                 verbose=False,
             )
             # Free the model before interpreter teardown: left to Llama.__del__, it runs after

@@ -1,0 +1,211 @@
+"""LaTeX validator with the real toolchain (pdflatex in the sandbox, pypdf in the runner).
+
+The generic self-check (every gold passes, every mutant fails its level) lives in
+test_validators.py; here: diagnostics, sandbox file-access policy, an equivalent document that must
+pass, strict oracle checking, and the TeXpert loader on an invented workbook.
+"""
+from pathlib import Path
+
+import pytest
+import yaml
+
+from dslbench import pipeline, toolchains
+from dslbench.tasks import TaskError, load_task_file, load_tasks
+from dslbench.upstream import dump_task, write_tasks
+
+
+@pytest.fixture(scope="module")
+def tc():
+    return toolchains.get("latex")
+
+
+@pytest.fixture(scope="module")
+def tasks():
+    return {t.id: t for t in load_tasks(["latex"])["latex"]}
+
+
+@pytest.fixture(scope="module")
+def available():
+    probe = toolchains.probe("latex")
+    if not probe.available:
+        pytest.skip(f"latex toolchain unavailable here: {probe.reason}")
+    return probe
+
+
+def test_probe_names_engine_and_kernel(available):
+    assert "pdfTeX" in available.version and "TeX Live" in available.version
+    assert "LaTeX2e <" in available.dialect and available.exact
+
+
+def test_syntax_diagnostic_is_first_error_line(available, tasks):
+    out = pipeline.evaluate("latex", tasks["latex-003"], tasks["latex-003"].gold.replace(r"\textbf{mandatory}", r"{\bf mandatory}"))
+    assert out["syntax"]["status"] == "fail"
+    assert out["syntax"]["diagnostics"].startswith("main.tex:4: Class scrartcl Error: undefined old font command")
+    assert out["semantic"]["status"] == "fail"
+
+
+def test_absolute_input_refused_in_sandbox(available, tasks):
+    t = tasks["latex-021"]
+    prog = t.gold.replace(r"\input{abstract}", r"\input{/etc/hostname}")
+    out = pipeline.evaluate("latex", t, prog)
+    assert out["syntax"]["status"] == "fail" and "not found" in out["syntax"]["diagnostics"]
+
+
+def test_shell_escape_is_off(available, tc, tasks, tmp_path):
+    t = tasks["latex-012"]
+    prog = t.gold.replace(r"\begin{document}", "\\begin{document}\n\\immediate\\write18{touch pwned}")
+    work = tmp_path / "w"
+    work.mkdir()
+    work.chmod(0o777)
+    (work / tc.file_name).write_text(prog)
+    v = tc.syntax(prog, t, work)  # \write18 is not executed: the document is still valid
+    assert v.status == "pass" and not (work / "pwned").exists()
+    assert "-no-shell-escape" in v.command
+
+
+def test_equivalent_document_passes(available, tasks):
+    """Different but equivalent markup: the reference goes through a user macro."""
+    t = tasks["latex-009"]
+    prog = t.gold.replace(r"Figure~\ref{fig:layout}", r"\newcommand{\figref}[1]{Figure~\ref{#1}}\figref{fig:layout}")
+    out = pipeline.evaluate("latex", t, prog)
+    assert out["semantic"]["status"] == "pass", out["semantic"]["diagnostics"]
+
+
+def test_semantic_diagnostics_say_why(available, tasks):
+    t = tasks["latex-010"]
+    out = pipeline.evaluate("latex", t, t.mutants[1].program)
+    assert out["syntax"]["status"] == "pass"
+    assert out["semantic"]["diagnostics"] == "environment align begins 1 time(s), expected 2"
+    t = tasks["latex-015"]
+    out = pipeline.evaluate("latex", t, t.mutants[1].program)
+    assert out["semantic"]["diagnostics"] == "2 page(s), expected 1"
+
+
+def test_identical_runs_identical_verdicts(available, tasks):
+    t = tasks["latex-004"]
+    a = pipeline.evaluate("latex", t, t.mutants[1].program)
+    b = pipeline.evaluate("latex", t, t.mutants[1].program)
+    for level in ("syntax", "semantic"):
+        assert a[level]["status"] == b[level]["status"]
+        assert a[level]["diagnostics"] == b[level]["diagnostics"]
+    assert a["semantic"]["diagnostics"].startswith("undefined: reference eq:fourrier")
+
+
+def _task_file(tmp_path, oracle):
+    src = Path(load_tasks(["latex"])["latex"][0].path)
+    data = yaml.safe_load(src.read_text())
+    data["oracle"] = oracle
+    folder = tmp_path / "latex"
+    folder.mkdir(exist_ok=True)
+    path = folder / src.name
+    path.write_text(dump_task(data))
+    return path
+
+
+@pytest.mark.parametrize("oracle, field", [
+    ({"pages": 0}, "oracle.pages"),
+    ({"sections": [{"level": "chapter", "title": "X", "number": 1}]}, "oracle.sections[0].number"),
+    ({"environments": {"itemize": "two"}}, "oracle.environments.itemize"),
+    ({"captions": [{"type": "figure"}]}, "oracle.captions[0]"),
+    ({"page_size": "b5"}, "oracle.page_size"),
+    ({"txt": ["a"]}, "oracle.txt"),
+    ({"sections_exact": True}, "oracle"),
+])
+def test_check_oracle_rejects_malformed(tc, tmp_path, oracle, field):
+    path = _task_file(tmp_path, oracle)
+    with pytest.raises(TaskError) as e:
+        load_task_file(path, tc.check_oracle)
+    assert e.value.field == field and e.value.line and e.value.path == str(path)
+
+
+# --- TeXpert loader ------------------------------------------------------------------------------
+
+HEADER = ["ID", "Task Instructions", "Verified LaTeX Code", "Class"]
+DOC_A = ("\\documentclass{article}\n\\begin{document}\n\\section{Scope}\nText.\n\\section{Terms \\& Conditions}\n"
+         "\\begin{itemize}\\item one\\end{itemize}\n% \\section{Hidden}\n\\end{document}\n")
+DOC_B = ("\\documentclass[12pt]{report}\n\\begin{document}\n\\chapter{Overview}\n\\begin{table}\\centering\n"
+         "\\begin{tabular}{ll}a & b\\end{tabular}\n\\caption{Costs per unit}\\end{table}\n\\end{document}\n")
+
+
+def _workbook(path: Path, sheets: dict):
+    openpyxl = pytest.importorskip("openpyxl")
+    wb = openpyxl.Workbook()
+    wb.remove(wb.active)
+    for name, rows in sheets.items():
+        ws = wb.create_sheet(name)
+        for row in rows:
+            ws.append(row)
+    wb.save(path)
+    return path
+
+
+def test_texpert_loader_maps_fields(tc, tmp_path):
+    xlsx = _workbook(tmp_path / "TeXpert.xlsx", {
+        "Simple": [HEADER, [1, "Write two sections.", DOC_A, "Formatting, Lists"],
+                   [2, "Only a fragment.", "\\textbf{x}", "Formatting"]],
+        "Hard": [HEADER, ["H7", "A report with a table.", DOC_B, "Tables"]]})
+    got = tc.import_upstream(xlsx)
+    assert [t["id"] for t in got] == ["latex-texpert-simple-1", "latex-texpert-hard-h7"]
+    a, b = got
+    assert a["difficulty"] == "easy" and b["difficulty"] == "hard"
+    assert a["constructs"] == ["Formatting", "Lists"] and a["instruction"] == "Write two sections.\n"
+    assert a["provenance"] == {"source": "upstream", "benchmark": "TeXpert", "upstream_id": "Simple/1",
+                               "licence": "see the TeXpert release"}
+    assert a["oracle"] == {"class": "article",
+                           "sections": [{"level": "section", "title": "Scope"},
+                                        {"level": "section", "title": "Terms & Conditions"}],
+                           "environments": {"itemize": {"min": 1}}}
+    assert b["oracle"]["class"] == "report"
+    assert b["oracle"]["captions"] == [{"type": "table", "text": "Costs per unit"}]
+    assert tc.skipped == [("Simple/2", "not a complete document (no \\documentclass or \\begin{document}): "
+                                       "no oracle can be derived")]
+    written = write_tasks("latex", got, tmp_path / "out")
+    assert [p.name for p in written] == ["latex-texpert-hard-h7.yaml", "latex-texpert-simple-1.yaml"]
+    loaded = load_task_file(written[1], tc.check_oracle)
+    assert loaded.mutants == () and loaded.gold == DOC_A
+
+
+def test_texpert_imported_gold_passes_its_derived_oracle(available, tc, tmp_path):
+    xlsx = _workbook(tmp_path / "t.xlsx", {"Average": [HEADER, ["A1", "Report.", DOC_B, "Tables"]]})
+    written = write_tasks("latex", tc.import_upstream(xlsx), tmp_path / "out")
+    task = load_task_file(written[0], tc.check_oracle)
+    out = pipeline.evaluate("latex", task, task.gold)
+    assert out["syntax"]["status"] == "pass" and out["semantic"]["status"] == "pass", out
+
+
+def test_texpert_malformed_record_is_named(tc, tmp_path):
+    xlsx = _workbook(tmp_path / "bad.xlsx", {"Average": [HEADER, ["A1", "Fine.", DOC_A, "X"],
+                                                         ["A2", "No code here.", None, "X"]]})
+    with pytest.raises(ValueError, match=r"sheet Average row 3 \(ID A2\): empty 'Verified LaTeX Code'"):
+        tc.import_upstream(xlsx)
+    xlsx = _workbook(tmp_path / "cols.xlsx", {"Simple": [["ID", "Task", "Code"]]})
+    with pytest.raises(ValueError, match="missing column"):
+        tc.import_upstream(xlsx)
+
+
+FIXTURES = Path(__file__).parent / "fixtures" / "latex"
+
+
+def test_texpert_fixture_workbook(tc, tmp_path):
+    got = {t["id"]: t for t in tc.import_upstream(FIXTURES / "TeXpert_mini.xlsx")}
+    assert sorted(got) == ["latex-texpert-average-a-01", "latex-texpert-hard-h-01", "latex-texpert-simple-s-01"]
+    assert tc.skipped and tc.skipped[0][0] == "Simple/S-02"
+    hard = got["latex-texpert-hard-h-01"]
+    assert hard["difficulty"] == "hard" and hard["constructs"] == ["Tables"]
+    assert hard["oracle"]["sections"] == [{"level": "chapter", "title": "Budget"},
+                                          {"level": "section", "title": "Staff costs"}]  # starred one left out
+    assert hard["oracle"]["environments"] == {"table": {"min": 1}, "tabular": {"min": 1}}
+    assert got["latex-texpert-average-a-01"]["constructs"] == ["Equations", "Figures"]
+    assert len(write_tasks("latex", list(got.values()), tmp_path)) == 3
+
+
+def test_texpert_fixture_malformed(tc):
+    with pytest.raises(ValueError, match=r"TeXpert sheet Hard row 3 \(ID H-02\): empty 'Task Instructions'"):
+        tc.import_upstream(FIXTURES / "TeXpert_malformed.xlsx")
+
+
+def test_runaway_expansion_fails_fast(available, tasks):
+    t = tasks["latex-012"]
+    prog = t.gold.replace(r"\begin{document}", "\\begin{document}\n\\def\\boom{x\\boom\\boom}\\boom")
+    out = pipeline.evaluate("latex", t, prog)
+    assert out["syntax"]["status"] == "fail" and "TeX capacity exceeded" in out["syntax"]["diagnostics"]

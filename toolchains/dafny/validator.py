@@ -1,0 +1,310 @@
+"""Dafny: syntax = the program parses and resolves (type-checks) without verification;
+semantic = the candidate verifies against the task's fixed specification, together with the task's
+test method (concrete calls + assertions), with cheating constructs forbidden.
+
+The oracle of a task:
+  signatures: [text, ...]   declarations (header + requires/ensures/modifies/reads clauses) that
+                            the candidate must contain unchanged (compared token by token, so
+                            layout and comments do not matter), each directly followed by its body
+                            (only extra `decreases` clauses may come in between); an entry ending
+                            in `}` is a whole fixed definition (a specification function given by
+                            the task) that must appear verbatim
+  test: text                one or more methods calling the candidate with concrete inputs and
+                            asserting the results; verified in the same run as the candidate
+  resource_limit: 5000000   optional z3 resource limit per procedure (Dafny 2.3 /rlimit): verdicts do
+                            not depend on machine load
+  time_limit_s: 120         optional per-procedure time limit (Dafny /timeLimit), a safety net
+
+Judges: Dafny 4 (`dafny resolve` / `dafny verify`) when a Dafny 4 binary is on PATH, otherwise
+Debian's Dafny 2.3 (mono + z3 4.8.12; legacy CLI `/noVerify`, `/compile:0`). The tasks are written in
+the Dafny 2.3 dialect (`function method`, no `for` loops, no `expect`); Dafny 4 runs with
+`--function-syntax:3 --quantifier-syntax:3` so those golds keep their meaning, and it is recorded as
+an inexact judge (it accepts the Dafny 4 syntax the tasks' version mutants use).
+"""
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+from dslbench.toolchains import Probe, Toolchain
+
+TEST_FILE = "dslbench_test.dfy"
+DEFAULT_TIME_LIMIT = 120          # seconds per procedure: a safety net only
+DEFAULT_RLIMIT = 5_000_000        # z3 resource limit per procedure (deterministic, unlike time)
+DECL_KEYWORDS = ("method", "lemma", "function", "predicate", "constructor", "datatype")
+
+# Tokens: comments and string/char literals are removed first; identifiers may contain ' ? _.
+_TOKEN = re.compile(r"""
+    (?P<id>[A-Za-z_][A-Za-z0-9_'?]*)
+  | (?P<num>0x[0-9A-Fa-f_]+|\d[\d_]*(?:\.\d+)?)
+  | (?P<op><==>|==>|<==|:=|:\||::|==|!=|<=|>=|&&|\|\||\.\.|!!|[^\sA-Za-z0-9_])
+""", re.VERBOSE)
+_STRIP = re.compile(r"""//[^\n]*|/\*.*?\*/|@"(?:[^"]|"")*"|"(?:\\.|[^"\\\n])*"|(?<![A-Za-z0-9_'?])'(?:\\.|[^'\\\n])'""",
+                    re.DOTALL)
+# Constructs that let a program "verify" without a proof (checked on the candidate's tokens).
+FORBIDDEN_WORDS = {"assume": "`assume` statements are not allowed",
+                   "expect": "`expect` statements (assumed by the verifier) are not allowed",
+                   "include": "`include` directives are not allowed"}
+FORBIDDEN_ATTRIBUTES = ("axiom", "verify", "extern", "imported", "termination", "assume")
+ERROR_LINE = re.compile(r"^\S+\(\d+,\d+\): Error\b.*$|^.*\berror\b.*$|^.*timed out.*$", re.MULTILINE | re.IGNORECASE)
+BODY_REQUIRED = re.compile(r"must have a body")  # /noCheating:1 on bodyless declarations: a semantic failure
+NOISE = re.compile(r"^(Prover error:|Legal parameters are:|  \S+ \(.*\)( \(default: .*\))?$)")
+
+
+def strip_comments(text: str) -> str:
+    """Text with comments and string/char literals blanked (nested /* */ is rare: handled greedily)."""
+    return _STRIP.sub(" ", text)
+
+
+def tokens(text: str) -> list[str]:
+    return [m.group(0) for m in _TOKEN.finditer(strip_comments(text))]
+
+
+def find_sequence(hay: list[str], needle: list[str]) -> int:
+    """Index in `hay` where the token sequence `needle` starts, or -1."""
+    n = len(needle)
+    for i in range(len(hay) - n + 1):
+        if hay[i] == needle[0] and hay[i:i + n] == needle:
+            return i
+    return -1
+
+
+def cheats(program: str) -> list[str]:
+    """Reasons the program could verify without proving its specification (empty when none)."""
+    toks = tokens(program)
+    found = []
+    for i, t in enumerate(toks):
+        if t in FORBIDDEN_WORDS and (i == 0 or toks[i - 1] != "."):
+            found.append(FORBIDDEN_WORDS[t])
+        elif t == "{" and i + 2 < len(toks) and toks[i + 1] == ":" and toks[i + 2] in FORBIDDEN_ATTRIBUTES:
+            found.append(f"attribute {{:{toks[i + 2]}}} is not allowed")
+        elif t == "decreases" and i + 1 < len(toks) and toks[i + 1] == "*":
+            found.append("`decreases *` (possibly non-terminating code proves anything) is not allowed")
+    return list(dict.fromkeys(found))
+
+
+def missing_signatures(program: str, signatures: list[str]) -> list[str]:
+    """Signatures (first line shown) the program lacks unchanged or weakens with extra clauses."""
+    toks = tokens(program)
+    bad = []
+    for sig in signatures:
+        need = tokens(sig)
+        head = sig.strip().splitlines()[0].strip()
+        i = find_sequence(toks, need)
+        if i < 0:
+            bad.append(f"the declaration `{head}` with its specification is missing or changed")
+            continue
+        if need[-1] == "}":  # a fixed definition (spec function with its body): present is enough
+            continue
+        nxt = toks[i + len(need)] if i + len(need) < len(toks) else ""
+        if need[0] == "datatype":
+            if nxt in ("|", "(", "{", "."):
+                bad.append(f"the declaration `{head}` is extended with other constructors or members")
+        elif nxt in ("", "}", *DECL_KEYWORDS, "function", "class", "ghost", "static"):
+            bad.append(f"the declaration `{head}` has no body")
+        elif nxt not in ("{", "decreases"):
+            bad.append(f"the declaration `{head}` has extra clauses after its specification (`{nxt}`)")
+    return bad
+
+
+def first_error(output: str) -> str:
+    lines = [l for l in output.splitlines() if l.strip() and not NOISE.match(l)]
+    for l in lines:
+        if re.match(r"^\S+\(\d+,\d+\): Error", l) or re.search(r"\btimed out\b|\bout of resource\b", l, re.I):
+            return l.strip()[:300]
+    for l in lines:
+        if ERROR_LINE.match(l) and "0 errors" not in l:
+            return l.strip()[:300]
+    return ""
+
+
+def _version_of(exe: str) -> str:
+    for args in (["--version"], ["/version"]):
+        try:
+            r = subprocess.run([exe, *args], capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.SubprocessError):
+            continue
+        m = re.search(r"\b(\d+\.\d+\.\d+(?:\.\d+)?)", r.stdout + r.stderr)
+        if m:
+            return m.group(1)
+    return ""
+
+
+class Validator(Toolchain):
+    def __init__(self, folder, card):
+        super().__init__(folder, card)
+        self._joint = {}   # (work dir, program hash) -> the Dafny 2.3 run shared by both levels
+    def _find(self) -> tuple[str, str]:
+        """(executable, version) of the preferred Dafny: a Dafny 4+ anywhere on PATH, else 2.3."""
+        seen, found = set(), []
+        for d in os.environ.get("PATH", "").split(":"):
+            exe = Path(d or ".") / "dafny"
+            if exe.is_file() and str(exe.resolve()) not in seen:
+                seen.add(str(exe.resolve()))
+                version = _version_of(str(exe))
+                if version:
+                    found.append((str(exe), version))
+        modern = [f for f in found if int(f[1].split(".")[0]) >= 4]
+        return (modern or found or [("", "")])[0]
+
+    def probe(self) -> Probe:
+        if not shutil.which("dafny"):
+            return Probe(self.dsl, self.card["toolchain"], "", False,
+                         "dafny not on PATH (Debian package dafny, or Dafny 4 from its release)")
+        exe, version = self._find()
+        if not exe:
+            return Probe(self.dsl, self.card["toolchain"], "", False, "dafny found but it reports no version")
+        self._exe, self._major = exe, int(version.split(".")[0])
+        if self._major >= 4:
+            return Probe(self.dsl, f"Dafny {version} CLI (dafny resolve / dafny verify)", f"Dafny {version}", True,
+                         dialect="Dafny 4 with --function-syntax:3 --quantifier-syntax:3 (tasks are Dafny 2.3)",
+                         exact=False)
+        if not shutil.which("z3") and not Path("/usr/lib/dafny/z3").exists():
+            return Probe(self.dsl, self.card["toolchain"], version, False, "z3 not found (Debian package z3)")
+        return Probe(self.dsl, self.card["toolchain"], f"Dafny {version}", True, dialect=self.card["dialect"])
+
+    def _ensure(self):
+        if not hasattr(self, "_exe"):
+            self.probe()
+
+    # --- oracle ---------------------------------------------------------------------------------
+    def check_oracle(self, task):
+        o, problems = task.oracle, []
+        known = {"signatures", "test", "time_limit_s", "resource_limit"}
+        for key in sorted(set(o) - known):
+            problems.append((key, f"unknown oracle field (allowed: {', '.join(sorted(known))})"))
+        sigs = o.get("signatures")
+        if not isinstance(sigs, list) or not sigs:
+            problems.append(("signatures", "a non-empty list of declaration texts is required"))
+            sigs = []
+        for i, sig in enumerate(sigs):
+            if not isinstance(sig, str) or not sig.strip():
+                problems.append((f"signatures[{i}]", "expected a non-empty declaration text"))
+                continue
+            toks = tokens(sig)
+            words = [t for t in toks[:4] if t not in ("ghost", "static")]
+            if not words or words[0] not in DECL_KEYWORDS:
+                problems.append((f"signatures[{i}]", f"must start with one of {', '.join(DECL_KEYWORDS)}"))
+            if toks and toks[-1] == "{":
+                problems.append((f"signatures[{i}]", "give the header and clauses only, or a whole definition"))
+            if find_sequence(tokens(task.gold), toks) < 0:
+                problems.append((f"signatures[{i}]", "the gold does not contain this declaration unchanged"))
+        test = o.get("test")
+        if not isinstance(test, str) or not test.strip():
+            problems.append(("test", "a test method text (concrete calls with assertions) is required"))
+        else:
+            ttoks = tokens(test)
+            if "method" not in ttoks or "assert" not in ttoks:
+                problems.append(("test", "the test must declare a method that asserts results"))
+            if cheats(test):
+                problems.append(("test", cheats(test)[0]))
+        tl = o.get("time_limit_s", DEFAULT_TIME_LIMIT)
+        if not isinstance(tl, int) or isinstance(tl, bool) or not 1 <= tl <= 240:
+            problems.append(("time_limit_s", "an integer number of seconds between 1 and 240"))
+        rl = o.get("resource_limit", DEFAULT_RLIMIT)
+        if not isinstance(rl, int) or isinstance(rl, bool) or not 100_000 <= rl <= 100_000_000:
+            problems.append(("resource_limit", "an integer z3 resource limit between 100000 and 100000000"))
+        if cheats(task.gold):
+            problems.append(("signatures", f"the gold itself uses a forbidden construct: {cheats(task.gold)[0]}"))
+        return problems
+
+    # --- levels ---------------------------------------------------------------------------------
+    def _cmd(self, level: str, files: list[str], time_limit: int, rlimit: int = DEFAULT_RLIMIT) -> list[str]:
+        self._ensure()
+        if self._major >= 4:
+            compat = ["--function-syntax:3", "--quantifier-syntax:3", "--use-basename-for-filename"]
+            if level == "syntax":
+                return [self._exe, "resolve", *compat, *files]
+            return [self._exe, "verify", *compat, f"--verification-time-limit:{time_limit}", "--cores:1", *files]
+        if level == "syntax":
+            return ["dafny", "/compile:0", "/noVerify", "/nologo", *files]
+        return ["dafny", "/compile:0", "/nologo", "/noCheating:1", f"/rlimit:{rlimit}", f"/timeLimit:{time_limit}",
+                "/vcsCores:1", *files]
+
+    def _joint_run(self, task, work: Path):
+        """One Dafny run over the candidate and the task's test: resolve and verify together.
+
+        Parse/resolution errors located in the candidate decide the syntax level; the rest of the
+        same run decides the semantic level (saves a second mono + Boogie start per program).
+        """
+        (work / TEST_FILE).write_text(task.oracle["test"], encoding="utf-8")
+        limit = int(task.oracle.get("time_limit_s", DEFAULT_TIME_LIMIT))
+        rlimit = int(task.oracle.get("resource_limit", DEFAULT_RLIMIT))
+        return self.run(self._cmd("semantic", [self.file_name, TEST_FILE], limit, rlimit), work)
+
+    def _candidate_errors(self, output: str) -> list[str]:
+        """Parse/resolution errors located in the candidate (the run stopped before verification)."""
+        if not re.search(r"(parse|resolution/type) errors detected", output):
+            return []
+        prefix = re.compile(rf"^{re.escape(self.file_name)}\(\d+,\d+\): Error")
+        return [l.strip()[:300] for l in output.splitlines() if prefix.match(l.strip())]
+
+    def _resolve_alone(self, work: Path):
+        return self.run(self._cmd("syntax", [self.file_name], 0), work)
+
+    def syntax(self, program, task, work):
+        self._ensure()
+        if self._major >= 4:
+            result = self._resolve_alone(work)
+        else:
+            result = self._joint_run(task, work)
+            out = result.stdout + "\n" + result.stderr
+            errors = self._candidate_errors(out)
+            clash = any("uplicate" in e for e in errors)   # a name clash with the task's test
+            only_bodies = errors and all(BODY_REQUIRED.search(e) for e in errors)
+            if result.timed_out or clash or only_bodies:
+                # Judge the program alone with the plain resolver: a time-out is in verification, a
+                # clash involves the test, and /noCheating:1 stops at bodyless declarations.
+                alone = self._resolve_alone(work)
+                if alone.returncode == 0 and not alone.timed_out:
+                    self._joint[(str(work), hash(program))] = result
+                    return self.verdict("pass", "parses and resolves", alone)
+                result = alone
+            elif errors:
+                return self.verdict("fail", errors[0], result)
+            elif result.returncode in (0, 4):
+                self._joint[(str(work), hash(program))] = result
+                return self.verdict("pass", "parses and resolves (resolver of the verification run)", result)
+        if result.timed_out:
+            return self.verdict("fail", "dafny timed out while resolving", result)
+        if result.returncode != 0:
+            out = result.stdout + "\n" + result.stderr
+            return self.verdict("fail", first_error(out) or f"dafny exit {result.returncode}", result)
+        return self.verdict("pass", "parses and resolves", result)
+
+    def semantic(self, program, task, work):
+        problems = cheats(program) + missing_signatures(program, task.oracle["signatures"])
+        if problems:
+            return self.verdict("fail", problems[0], duration_s=0.0)
+        self._ensure()
+        shared = self._joint.pop((str(work), hash(program)), None)
+        result = shared or self._joint_run(task, work)
+        duration = 0.0 if shared else None
+        if result.timed_out:
+            return self.verdict("fail", "verification timed out (sandbox wall-clock limit)", result, duration)
+        out = result.stdout + "\n" + result.stderr
+        if result.returncode != 0:
+            why = first_error(out) or f"dafny exit {result.returncode}"
+            if TEST_FILE in why:
+                why = "test method: " + why
+            return self.verdict("fail", why, result, duration)
+        m = re.search(r"finished with (\d+) verified, (\d+) errors?", out)
+        if not m or m.group(2) != "0" or int(m.group(1)) == 0:
+            return self.verdict("fail", first_error(out) or "the verifier reported no verified declarations",
+                                result, duration)
+        return self.verdict("pass", f"verifies with the task's specification and test ({m.group(1)} verified)",
+                            result, duration)
+
+    # --- upstream -------------------------------------------------------------------------------
+    def import_upstream(self, source: Path) -> list[dict]:
+        """MBPP-DFY layout: task JSON records (task_id, task_description, method_signature, test_cases)
+        plus src/<id>.dfy (verified solution) and test/<id>.dfy (test method). See upstream.py."""
+        import importlib.util
+        spec = importlib.util.spec_from_file_location("dslbench_dafny_upstream", self.folder / "upstream.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        tasks, self.skipped = module.load(Path(source), self)
+        return tasks

@@ -1,0 +1,223 @@
+# DSL-Bench GDScript task harness (Godot 3). Runs inside the sandbox:
+#   godot3-server --no-window -s harness.gd   (stdout and stderr merged by the caller)
+# Reads plan.json (written by validator.py), then for each script in plan.scripts (the validator runs
+# the gold and the candidate in two separate sandboxed runs) and each scenario: loads the script,
+# guards can_instance(), creates a fresh instance, runs the steps and prints one line per step:
+#   <tag> STEP <script> <scenario> <step>        before the step (runtime errors print after it)
+#   <tag> RES <script> <scenario> <step> <json>  after the step
+# Values are serialised to a tagged JSON tree so Vector2, Dictionary and objects compare exactly.
+extends SceneTree
+
+var tag := ""
+var started := false
+var recorded := {}
+
+
+func _idle(_delta):
+	if started:
+		return false
+	started = true
+	var f := File.new()
+	if f.open("res://plan.json", File.READ) != OK:
+		print("DSLBENCH-HARNESS cannot read plan.json")
+		quit(3)
+		return false
+	var parsed := JSON.parse(f.get_as_text())
+	f.close()
+	if parsed.error != OK:
+		print("DSLBENCH-HARNESS plan.json is not JSON")
+		quit(3)
+		return false
+	var plan: Dictionary = parsed.result
+	tag = plan["tag"]
+	for path in plan["scripts"]:
+		run_script(path, plan)
+	print(tag, " DONE")
+	quit(0)
+	return false
+
+
+func emit(kind: String, path: String, parts: Array) -> void:
+	var line := tag + " " + kind + " " + path
+	for p in parts:
+		line += " " + str(p)
+	print(line)
+
+
+func run_script(path: String, plan: Dictionary) -> void:
+	var script = load("res://" + path)
+	if script == null or not (script is Script):
+		emit("FATAL", path, ["the script does not load"])
+		return
+	if not script.can_instance():
+		emit("FATAL", path, ["the script cannot be instanced (can_instance() is false)"])
+		return
+	var base: String = plan["base"]
+	var scenario_index := 0
+	for scenario in plan["scenarios"]:
+		recorded = {}
+		emit("STEP", path, [scenario_index, -1])
+		var inst = script.callv("new", str2var(plan["new_args"]))
+		if inst == null:
+			emit("FATAL", path, ["new() returned null"])
+			return
+		if not inst.is_class(base):
+			emit("FATAL", path, ["the script extends %s, not %s" % [inst.get_class(), base]])
+			return
+		var slots := {"self": inst}
+		if scenario["tree"]:
+			if inst is Node:
+				get_root().add_child(inst)
+			else:
+				emit("FATAL", path, ["only a Node can be added to the scene tree"])
+				return
+		var step_index := 0
+		for step in scenario["steps"]:
+			emit("STEP", path, [scenario_index, step_index])
+			var result = run_step(script, step, slots)
+			emit("RES", path, [scenario_index, step_index, JSON.print(result)])
+			step_index += 1
+		if inst is Node and is_instance_valid(inst):
+			if inst.is_inside_tree():
+				get_root().remove_child(inst)
+			inst.free()
+		scenario_index += 1
+
+
+func err(message: String) -> Dictionary:
+	return {"__error__": message}
+
+
+func property_names(target: Object) -> Array:
+	var names := []
+	for p in target.get_property_list():
+		names.append(p["name"])
+	return names
+
+
+func run_step(script, step: Dictionary, slots: Dictionary):
+	var op: String = step["op"]
+	var name: String = step["name"]
+	if op == "const":
+		var constants: Dictionary = script.get_script_constant_map()
+		if not constants.has(name):
+			return err("no constant %s" % name)
+		return ser(constants[name], 0)
+	if op == "new":
+		var constants: Dictionary = script.get_script_constant_map()
+		if not constants.has(name) or not (constants[name] is Script):
+			return err("no inner class %s" % name)
+		var made = constants[name].callv("new", str2var(step["args"]))
+		if step["as"] != "":
+			slots[step["as"]] = made
+		return ser(made, 0)
+	if not slots.has(step["on"]):
+		return err("no object named %s (an earlier step failed)" % step["on"])
+	var target = slots[step["on"]]
+	if typeof(target) != TYPE_OBJECT or not is_instance_valid(target):
+		return err("%s is not an object" % step["on"])
+	if op == "call":
+		if not target.has_method(name):
+			return err("no method %s" % name)
+		var out = target.callv(name, str2var(step["args"]))
+		if step["as"] != "":
+			slots[step["as"]] = out
+		return ser(out, 0)
+	if op == "get":
+		if not name in property_names(target):
+			return err("no property %s" % name)
+		var value = target.get(name)
+		if step["as"] != "":
+			slots[step["as"]] = value
+		return ser(value, 0)
+	if op == "set":
+		if not name in property_names(target):
+			return err("no property %s" % name)
+		target.set(name, str2var(step["value"]))
+		return null
+	if op == "connect":
+		if not target.has_signal(name):
+			return err("no signal %s" % name)
+		var arity := -1
+		for s in target.get_signal_list():
+			if s["name"] == name:
+				arity = s["args"].size()
+		if arity > 4:
+			return err("signal %s has more than 4 arguments" % name)
+		var key: String = step["on"] + ":" + name
+		recorded[key] = []
+		target.connect(name, self, "_rec%d" % arity, [key])
+		return null
+	if op == "emitted":
+		var key: String = step["on"] + ":" + name
+		if not recorded.has(key):
+			return err("signal %s was not connected" % name)
+		var out = recorded[key]
+		recorded[key] = []
+		return ser(out, 0)
+	return err("unknown step %s" % op)
+
+
+func _record(key: String, args: Array) -> void:
+	if recorded.has(key):
+		recorded[key].append(args)
+
+
+func _rec0(key):
+	_record(key, [])
+
+
+func _rec1(a, key):
+	_record(key, [a])
+
+
+func _rec2(a, b, key):
+	_record(key, [a, b])
+
+
+func _rec3(a, b, c, key):
+	_record(key, [a, b, c])
+
+
+func _rec4(a, b, c, d, key):
+	_record(key, [a, b, c, d])
+
+
+func ser(v, depth: int):
+	match typeof(v):
+		TYPE_NIL, TYPE_BOOL, TYPE_INT, TYPE_STRING:
+			return v
+		TYPE_REAL:
+			if is_nan(v) or is_inf(v):
+				return {"float": str(v)}
+			return v
+		TYPE_VECTOR2:
+			return {"Vector2": [v.x, v.y]}
+		TYPE_VECTOR3:
+			return {"Vector3": [v.x, v.y, v.z]}
+		TYPE_RECT2:
+			return {"Rect2": [v.position.x, v.position.y, v.size.x, v.size.y]}
+		TYPE_COLOR:
+			return {"Color": [v.r, v.g, v.b, v.a]}
+		TYPE_ARRAY, TYPE_RAW_ARRAY, TYPE_INT_ARRAY, TYPE_REAL_ARRAY, TYPE_STRING_ARRAY, TYPE_VECTOR2_ARRAY:
+			var out := []
+			for x in v:
+				out.append(ser(x, depth + 1))
+			return out
+		TYPE_DICTIONARY:
+			var pairs := []
+			for k in v.keys():
+				pairs.append([ser(k, depth + 1), ser(v[k], depth + 1)])
+			return {"Dictionary": pairs}
+		TYPE_OBJECT:
+			if not is_instance_valid(v):
+				return {"Object": "freed"}
+			var out := {"Object": v.get_class()}
+			if depth < 4:
+				var props := {}
+				for p in v.get_property_list():
+					if p["usage"] & PROPERTY_USAGE_SCRIPT_VARIABLE:
+						props[p["name"]] = ser(v.get(p["name"]), depth + 1)
+				out["props"] = props
+			return out
+	return {"type": typeof(v), "str": str(v)}

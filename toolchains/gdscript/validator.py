@@ -1,0 +1,529 @@
+"""GDScript (Godot 3): syntax = Godot's own `--check-only` parse/analysis of the candidate script;
+semantic = a runtime harness (harness.gd) run in headless Godot, first on the gold (in its own work
+directory) and then on the candidate: it guards can_instance(), checks the base class, and drives a
+fresh instance through the task's scenarios; the step values must match.
+
+Oracle spec (task.oracle):
+  base: Node2D                 class the script must extend (instance.is_class(base))
+  new_args: [..]               optional arguments of new()
+  scenarios:                   each starts from a fresh instance
+    - name: "text"             optional
+      tree: true               optional: add the instance (a Node) to the SceneTree first (_ready runs)
+      steps:                   exactly one action key per step:
+        - call: NAME           args: [..], on: SLOT, as: SLOT, ignore: bool, expect: VALUE
+        - get: NAME            on, as, ignore, expect           (a property; setget getters run)
+        - set: NAME            value: VALUE (required), on       (setget setters run)
+        - connect: SIGNAL      on                                 (start recording emissions)
+        - emitted: SIGNAL      on, ignore, expect                 (emissions since the last check)
+        - new: INNER_CLASS     args, as, ignore, expect           (an inner class / const script)
+        - const: NAME          ignore, expect                     (a script constant or enum)
+Every step's result is compared with the gold's result on the same step (and with `expect` when
+given; the gold must agree with it). A runtime error of the candidate (SCRIPT ERROR) fails.
+Values: YAML scalars, lists and mappings (-> Dictionary); {Vector2: [x, y]}, {Vector3: [x, y, z]},
+{Rect2: [x, y, w, h]} and {Color: [r, g, b, a]} give those Godot types.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import math
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from dslbench import sandbox
+from dslbench.toolchains import Probe, Toolchain
+
+HERE = Path(__file__).parent
+HARNESS = HERE / "harness.gd"
+# Binaries tried, in order; the newest Godot 3.x that runs headless in the sandbox judges.
+CANDIDATES = ("godot3-server", "godot3", "godot-headless", "godot", "godot3-headless", "godot4")
+ENV = {"LANG": "en_US.UTF-8", "LC_ALL": "en_US.UTF-8"}   # Godot rejects the C locale with error lines
+OPS = {
+    "call": {"args", "on", "as", "ignore", "expect"},
+    "get": {"on", "as", "ignore", "expect"},
+    "set": {"value", "on"},
+    "connect": {"on"},
+    "emitted": {"on", "ignore", "expect"},
+    "new": {"args", "as", "ignore", "expect"},
+    "const": {"ignore", "expect"},
+}
+GODOT_TYPES = {"Vector2": 2, "Vector3": 3, "Rect2": 4, "Color": 4}
+IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+RESULT_FREE = {"set", "connect"}          # steps with no value to compare
+
+
+# --- values: YAML -> Godot Variant text (str2var) and tagged JSON (as the harness prints) -----------
+
+def _num(x) -> str:
+    if isinstance(x, bool) or not isinstance(x, (int, float)):
+        raise ValueError(f"expected a number, got {x!r}")
+    if isinstance(x, int):
+        return str(x)
+    if not math.isfinite(x):
+        raise ValueError("non-finite floats are not supported")
+    text = format(x, ".17g")
+    if "e" in text and "." not in text.split("e")[0]:
+        mant, exp = text.split("e")
+        text = f"{mant}.0e{exp}"
+    elif "e" not in text and "." not in text:
+        text += ".0"
+    return text
+
+
+def _godot_type(value):
+    """(type name, components) when a mapping spells a Godot math type, else None."""
+    if isinstance(value, dict) and len(value) == 1:
+        (key, comps), = value.items()
+        if key in GODOT_TYPES:
+            if not isinstance(comps, list) or len(comps) != GODOT_TYPES[key] and not (key == "Color" and len(comps) == 3):
+                raise ValueError(f"{key} needs {GODOT_TYPES[key]} numbers")
+            return key, comps
+    return None
+
+
+def var_text(value) -> str:
+    """Godot's Variant text (what var2str writes and str2var reads) for a YAML value."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return _num(value)
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t") + '"'
+    if isinstance(value, list):
+        return "[ " + ", ".join(var_text(v) for v in value) + " ]" if value else "[  ]"
+    if isinstance(value, dict):
+        gt = _godot_type(value)
+        if gt:
+            return f"{gt[0]}( " + ", ".join(_num(float(c) if isinstance(c, int) else c) for c in gt[1]) + " )"
+        if not value:
+            return "{\n}"
+        for k in value:
+            if not isinstance(k, (str, int, bool)):
+                raise ValueError(f"dictionary key {k!r} must be a string, integer or boolean")
+        return "{ " + ", ".join(f"{var_text(k)}: {var_text(v)}" for k, v in value.items()) + " }"
+    raise ValueError(f"unsupported value {value!r}")
+
+
+def tagged(value):
+    """A YAML value in the harness's tagged JSON form (for comparing with `expect`)."""
+    if isinstance(value, list):
+        return [tagged(v) for v in value]
+    if isinstance(value, dict):
+        gt = _godot_type(value)
+        if gt:
+            comps = list(gt[1]) + ([1.0] if gt[0] == "Color" and len(gt[1]) == 3 else [])
+            return {gt[0]: comps}
+        return {"Dictionary": [[tagged(k), tagged(v)] for k, v in value.items()]}
+    return value
+
+
+def _canon(v):
+    """Hashable canonical text of a tagged value (numbers to 9 significant digits)."""
+    if isinstance(v, bool) or v is None or isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, (int, float)):
+        return format(float(v), ".9g")
+    if isinstance(v, list):
+        return "[" + ",".join(_canon(x) for x in v) + "]"
+    if isinstance(v, dict) and "Dictionary" in v:
+        return "{" + ",".join(sorted(f"{_canon(k)}:{_canon(x)}" for k, x in v["Dictionary"])) + "}"
+    if isinstance(v, dict):
+        return "{" + ",".join(f"{k}={_canon(v[k])}" for k in sorted(v)) + "}"
+    return repr(v)
+
+
+def same(a, b) -> bool:
+    """Equality of two tagged values: numbers within 1e-6 (1 == 1.0), dictionaries regardless of order."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return type(a) is type(b) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-6)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        if "Dictionary" in a and "Dictionary" in b:
+            pa, pb = a["Dictionary"], b["Dictionary"]
+            if len(pa) != len(pb):
+                return False
+            ka = {_canon(k): v for k, v in pa}
+            kb = {_canon(k): v for k, v in pb}
+            return ka.keys() == kb.keys() and all(same(ka[k], kb[k]) for k in ka)
+        return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+def show(v, limit: int = 160) -> str:
+    """A GDScript-like rendering of a tagged value for diagnostics."""
+    def r(x):
+        if x is None:
+            return "null"
+        if isinstance(x, bool):
+            return "true" if x else "false"
+        if isinstance(x, float):
+            return format(x, ".6g")
+        if isinstance(x, (int, str)):
+            return json.dumps(x) if isinstance(x, str) else str(x)
+        if isinstance(x, list):
+            return "[" + ", ".join(r(y) for y in x) + "]"
+        if isinstance(x, dict):
+            if "__error__" in x:
+                return f"<{x['__error__']}>"
+            if "Dictionary" in x:
+                return "{" + ", ".join(f"{r(k)}: {r(y)}" for k, y in x["Dictionary"]) + "}"
+            if "Object" in x:
+                props = x.get("props")
+                return f"{x['Object']}" + ("(" + ", ".join(f"{k}={r(y)}" for k, y in props.items()) + ")" if props else "")
+            (k, y), = x.items() if len(x) == 1 else ((None, None),)
+            if k in GODOT_TYPES:
+                return f"{k}(" + ", ".join(r(c) for c in y) + ")"
+            if k == "float":
+                return str(y)
+        return json.dumps(x)
+    text = r(v)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# --- oracle checks ----------------------------------------------------------------------------------
+
+def check_spec(oracle: dict) -> list[tuple[str, str]]:
+    problems: list[tuple[str, str]] = []
+    allowed = {"base", "new_args", "scenarios"}
+    for key in oracle:
+        if key not in allowed:
+            problems.append((str(key), f"unknown oracle field (allowed: {', '.join(sorted(allowed))})"))
+    base = oracle.get("base")
+    if not isinstance(base, str) or not IDENT.match(base):
+        problems.append(("base", "the Godot class the script must extend is required (e.g. Reference, Node, Node2D)"))
+    new_args = oracle.get("new_args", [])
+    if not isinstance(new_args, list):
+        problems.append(("new_args", "must be a list of values"))
+    else:
+        try:
+            var_text(new_args)
+        except ValueError as e:
+            problems.append(("new_args", str(e)))
+    scenarios = oracle.get("scenarios")
+    if not isinstance(scenarios, list) or not scenarios:
+        problems.append(("scenarios", "a non-empty list of scenarios is required"))
+        return problems
+    compared = 0
+    for i, sc in enumerate(scenarios):
+        where = f"scenarios[{i}]"
+        if not isinstance(sc, dict):
+            problems.append((where, "expected a mapping with steps (and optional name, tree)"))
+            continue
+        for key in sc:
+            if key not in ("name", "tree", "steps"):
+                problems.append((f"{where}.{key}", "unknown scenario field (allowed: name, steps, tree)"))
+        if "tree" in sc and not isinstance(sc["tree"], bool):
+            problems.append((f"{where}.tree", "must be true or false"))
+        steps = sc.get("steps")
+        if not isinstance(steps, list) or not steps:
+            problems.append((f"{where}.steps", "a non-empty list of steps is required"))
+            continue
+        slots = {"self"}
+        for j, step in enumerate(steps):
+            sw = f"{where}.steps[{j}]"
+            if not isinstance(step, dict):
+                problems.append((sw, "expected a mapping with one action key"))
+                continue
+            ops = [k for k in step if k in OPS]
+            if len(ops) != 1:
+                problems.append((sw, f"exactly one action key of {', '.join(OPS)} is required, found {ops or 'none'}"))
+                continue
+            op = ops[0]
+            for key in step:
+                if key != op and key not in OPS[op]:
+                    problems.append((f"{sw}.{key}", f"not allowed in a '{op}' step (allowed: {', '.join(sorted(OPS[op]))})"))
+            if not isinstance(step[op], str) or not IDENT.match(step[op]):
+                problems.append((f"{sw}.{op}", "must be an identifier"))
+            if "args" in step:
+                if not isinstance(step["args"], list):
+                    problems.append((f"{sw}.args", "must be a list of values"))
+                else:
+                    try:
+                        var_text(step["args"])
+                    except ValueError as e:
+                        problems.append((f"{sw}.args", str(e)))
+            for key in ("value", "expect"):
+                if key in step:
+                    try:
+                        var_text(step[key])
+                    except ValueError as e:
+                        problems.append((f"{sw}.{key}", str(e)))
+            if op == "set" and "value" not in step:
+                problems.append((f"{sw}.value", "a 'set' step needs a value"))
+            if "ignore" in step and not isinstance(step["ignore"], bool):
+                problems.append((f"{sw}.ignore", "must be true or false"))
+            if step.get("ignore") and "expect" in step:
+                problems.append((f"{sw}.expect", "an ignored step cannot have an expected value"))
+            on = step.get("on", "self")
+            if on not in slots:
+                problems.append((f"{sw}.on", f"'{on}' is not 'self' or a slot stored by an earlier step's 'as'"))
+            if "as" in step:
+                if not isinstance(step["as"], str) or not IDENT.match(step["as"]) or step["as"] == "self":
+                    problems.append((f"{sw}.as", "must be an identifier other than 'self'"))
+                else:
+                    slots.add(step["as"])
+            if op not in RESULT_FREE and not step.get("ignore"):
+                compared += 1
+    if not problems and compared == 0:
+        problems.append(("scenarios", "no step compares a value: the oracle would accept anything"))
+    return problems
+
+
+def plan_for(oracle: dict, tag: str, scripts: list[str]) -> dict:
+    scenarios = []
+    for sc in oracle["scenarios"]:
+        steps = []
+        for step in sc["steps"]:
+            op = next(k for k in step if k in OPS)
+            steps.append({"op": op, "name": step[op], "args": var_text(step.get("args", [])),
+                          "value": var_text(step.get("value")), "on": step.get("on", "self"),
+                          "as": step.get("as", "")})
+        scenarios.append({"tree": bool(sc.get("tree", False)), "steps": steps})
+    return {"tag": tag, "scripts": scripts, "base": oracle["base"],
+            "new_args": var_text(oracle.get("new_args", [])), "scenarios": scenarios}
+
+
+def step_label(oracle: dict, s: int, i: int) -> str:
+    sc = oracle["scenarios"][s]
+    name = f" '{sc['name']}'" if sc.get("name") else ""
+    if i < 0:
+        return f"scenario {s + 1}{name}, new()"
+    step = sc["steps"][i]
+    op = next(k for k in step if k in OPS)
+    what = f"{op} {step[op]}"
+    if op in ("call", "new"):
+        what += "(" + ", ".join(show(tagged(a), 40) for a in step.get("args", [])) + ")"
+    if op == "set":
+        what += " = " + show(tagged(step["value"]), 40)
+    if step.get("on", "self") != "self":
+        what += f" on {step['on']}"
+    return f"scenario {s + 1}{name}, step {i + 1} ({what})"
+
+
+# --- harness output -------------------------------------------------------------------------------
+
+ERROR_LINE = re.compile(r"^(SCRIPT ERROR|ERROR): (.*)$")
+SCRIPT_ERROR_LINE = re.compile(r"^(SCRIPT ERROR): (.*)$")
+AT_LINE = re.compile(r"^\s+At: (.*?)\.?$")
+
+
+def parse_output(text: str, tag: str) -> dict:
+    """Per script: results {(s, i): value}, errors [(s, i, message)], fatal, done, last step reached."""
+    out: dict[str, dict] = {}
+    current = None
+    lines = text.splitlines()
+    done = False
+    for n, line in enumerate(lines):
+        if line.startswith(tag + " "):
+            parts = line[len(tag) + 1:].split(" ", 4)
+            kind = parts[0]
+            if kind == "DONE":
+                done = True
+                continue
+            path = parts[1]
+            entry = out.setdefault(path, {"results": {}, "errors": [], "fatal": None, "last": None})
+            if kind == "STEP":
+                current = (path, int(parts[2]), int(parts[3]))
+                entry["last"] = current[1:]
+            elif kind == "RES":
+                entry["results"][(int(parts[2]), int(parts[3]))] = json.loads(parts[4])
+            elif kind == "FATAL":
+                entry["fatal"] = line.split(" ", 3)[3] if len(line.split(" ", 3)) > 3 else "fatal"
+            continue
+        m = SCRIPT_ERROR_LINE.match(line)   # engine ERROR: lines (e.g. JSON.parse of bad text) are not script faults
+        if m and current is not None:
+            message = m.group(2).strip()
+            at = AT_LINE.match(lines[n + 1]) if n + 1 < len(lines) else None
+            if at:
+                message += f" (at {at.group(1).replace('res://', '')})"
+            out[current[0]]["errors"].append((current[1], current[2], message))
+    return {"scripts": out, "done": done}
+
+
+def _first_error(text: str) -> str:
+    lines = text.splitlines()
+    for n, line in enumerate(lines):
+        m = ERROR_LINE.match(line)
+        if m:
+            message = m.group(2).strip()
+            message = re.sub(r"^GDScript::reload: Parse Error: ", "", message)
+            at = AT_LINE.match(lines[n + 1]) if n + 1 < len(lines) else None
+            if at:
+                loc = at.group(1).replace("res://", "")
+                message = f"{loc}: {message}"
+            return message[:300]
+    return ""
+
+
+@functools.lru_cache(maxsize=None)
+def _version(binary: str) -> str:
+    try:
+        r = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    lines = [l for l in (r.stdout + r.stderr).splitlines() if re.match(r"^\d+\.\d+", l.strip())]
+    return lines[-1].strip() if lines else ""
+
+
+def _key(version: str) -> tuple:
+    return tuple(int(x) for x in re.findall(r"\d+", version)[:3])
+
+
+class Validator(Toolchain):
+    def _find_judge(self) -> tuple[str | None, str, str]:
+        """(binary, version, note): the newest Godot 3.x on PATH that checks a script in the sandbox."""
+        found, notes = [], []
+        for name in CANDIDATES:
+            path = shutil.which(name)
+            if not path or any(Path(path).resolve() == Path(p).resolve() for p, _ in found):
+                continue
+            version = _version(path)
+            if not version:
+                notes.append(f"{name}: no version")
+                continue
+            if not version.startswith("3."):
+                notes.append(f"{name} {version} present but not used (it judges the Godot 4 dialect)")
+                continue
+            found.append((path, version))
+        found.sort(key=lambda pv: _key(pv[1]), reverse=True)
+        for path, version in found:
+            work = sandbox.new_workdir("dslbench-gdprobe-")
+            try:
+                (work / "probe.gd").write_text("extends Reference\nexport var hp := 3\n")
+                r = self.run([path, "--no-window", "--check-only", "-s", "probe.gd"], work, env=ENV)
+            finally:
+                shutil.rmtree(work, ignore_errors=True)
+            if r.returncode == 0 and not r.timed_out:
+                return path, version, "; ".join(notes)
+            notes.append(f"{Path(path).name} {version} fails to run headless here (exit {r.returncode})")
+        return None, "", "; ".join(notes)
+
+    @property
+    def _judge(self) -> tuple[str | None, str, str]:
+        """Found once per process (by probe()) and per PATH, so hiding Godot from PATH is noticed."""
+        key = os.environ.get("PATH", "")
+        if getattr(self, "_judge_cache", (None,))[0] != key:
+            self._judge_cache = (key, self._find_judge())
+        return self._judge_cache[1]
+
+    def probe(self) -> Probe:
+        self.__dict__.pop("_judge_cache", None)      # toolchains.probe caches; a direct call re-checks
+        path, version, note = self._judge
+        if path is None:
+            why = "no Godot 3 binary on PATH (Debian package godot3-server)"
+            return Probe(self.dsl, self.card["toolchain"], "", False, why + (f"; {note}" if note else ""),
+                         dialect=self.card["dialect"])
+        shown = f"Godot {version} ({Path(path).name})" + (f"; {note}" if note else "")
+        return Probe(self.dsl, self.card["toolchain"], shown, True, dialect=self.card["dialect"])
+
+    @property
+    def binary(self) -> str:
+        return self._judge[0]
+
+    def check_oracle(self, task):
+        return check_spec(task.oracle)
+
+    # --- levels ---------------------------------------------------------------------------------
+    def syntax(self, program, task, work):
+        result = self.run([self.binary, "--no-window", "--check-only", "-s", self.file_name], work, env=ENV)
+        if result.timed_out:
+            return self.verdict("fail", "Godot --check-only timed out", result)
+        text = result.stdout + "\n" + result.stderr
+        first = _first_error(text)
+        if result.returncode != 0 or "SCRIPT ERROR" in text:
+            return self.verdict("fail", first or f"Godot --check-only exit {result.returncode}", result)
+        return self.verdict("pass", "parses and analyses (Godot --check-only)", result)
+
+    def semantic(self, program, task, work):
+        o = task.oracle
+        tag = "@@" + hashlib.sha256((task.id + task.gold).encode()).hexdigest()[:12]
+        name = self.file_name
+        # The gold runs first in its own sandbox and work directory, so the candidate's run never
+        # sees the gold script (it could otherwise load it and delegate to it).
+        gold_work = sandbox.new_workdir("dslbench-gdgold-")
+        try:
+            for ctx_name, content in task.context.items():
+                (gold_work / ctx_name).write_text(content, encoding="utf-8")
+            (gold_work / name).write_text(task.gold, encoding="utf-8")
+            gold_run, gold_out = self._harness(o, tag, gold_work)
+        finally:
+            shutil.rmtree(gold_work, ignore_errors=True)
+        gold = gold_out["scripts"].get(name)
+        n_steps = sum(len(sc["steps"]) for sc in o["scenarios"])
+        # The gold must run cleanly through every step (and agree with every `expect`).
+        if gold is None or gold["fatal"] or gold["errors"] or len(gold["results"]) != n_steps:
+            why = (gold or {}).get("fatal") or ((gold or {}).get("errors") or [[None, None, ""]])[0][2]
+            return self.verdict("error", f"the gold script does not run through the harness: {why or 'incomplete'}"[:300],
+                                gold_run)
+        for s, sc in enumerate(o["scenarios"]):
+            for i, step in enumerate(sc["steps"]):
+                if "expect" in step and not same(gold["results"][(s, i)], tagged(step["expect"])):
+                    return self.verdict("error", f"the gold disagrees with the oracle's expect at {step_label(o, s, i)}: "
+                                                 f"{show(gold['results'][(s, i)])}", gold_run)
+        result, parsed = self._harness(o, tag, work)
+        result.duration_s += gold_run.duration_s
+        cand = parsed["scripts"].get(name, {"results": {}, "errors": [], "fatal": None, "last": None})
+        if cand["fatal"]:
+            return self.verdict("fail", cand["fatal"][:300], result)
+        errors = {}
+        for s, i, message in cand["errors"]:
+            errors.setdefault((s, i), message)
+        compared = 0
+        for s, sc in enumerate(o["scenarios"]):
+            if (s, -1) in errors:
+                return self.verdict("fail", f"runtime error in {step_label(o, s, -1)}: {errors[(s, -1)]}"[:400], result)
+            for i, step in enumerate(sc["steps"]):
+                label = step_label(o, s, i)
+                if (s, i) in errors:
+                    return self.verdict("fail", f"runtime error in {label}: {errors[(s, i)]}"[:400], result)
+                if (s, i) not in cand["results"]:
+                    if result.timed_out:
+                        why = f"timed out after {self.limits().timeout_s:.0f} s in {label} (endless loop?)"
+                    elif cand["last"] is not None or parsed["done"]:
+                        why = f"Godot stopped (exit {result.returncode}) in {label}"
+                    else:
+                        why = f"Godot stopped (exit {result.returncode}) before the candidate ran"
+                    return self.verdict("fail", why[:400], result)
+                op = next(k for k in step if k in OPS)
+                if op in RESULT_FREE and not isinstance(cand["results"][(s, i)], dict):
+                    continue
+                got = cand["results"][(s, i)]
+                if isinstance(got, dict) and "__error__" in got:
+                    return self.verdict("fail", f"{label}: {got['__error__']}"[:400], result)
+                if step.get("ignore") or op in RESULT_FREE:
+                    continue
+                want = tagged(step["expect"]) if "expect" in step else gold["results"][(s, i)]
+                if not same(got, want):
+                    return self.verdict("fail", f"{label}: got {show(got)}, expected {show(want)}"[:400], result)
+                compared += 1
+        if not parsed["done"]:
+            return self.verdict("fail", f"Godot did not finish the harness (exit {result.returncode})", result)
+        return self.verdict("pass", f"{compared} values equal the gold's over {len(o['scenarios'])} scenario(s)", result)
+
+    def _harness(self, oracle: dict, tag: str, work: Path):
+        """One headless Godot run of harness.gd over the program in `work`; (RunResult, parsed output)."""
+        shutil.copy(HARNESS, work / "dslbench_harness.gd")
+        (work / "plan.json").write_text(json.dumps(plan_for(oracle, tag, [self.file_name])), encoding="utf-8")
+        result = self.run(["sh", "-c", 'exec "$0" --no-window -s dslbench_harness.gd 2>&1', self.binary],
+                          work, env=ENV)
+        return result, parse_output(result.stdout, tag)
+
+    # --- upstream -------------------------------------------------------------------------------
+    def import_upstream(self, source: Path) -> list[dict]:
+        from importlib import util
+        spec = util.spec_from_file_location("dslbench_gdscript_upstream", HERE / "upstream_gd.py")
+        mod = util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        tasks, skipped = mod.load_learn_gdscript(Path(source))
+        self.last_skipped = skipped
+        return tasks

@@ -1,0 +1,353 @@
+"""IEC 61131-3 Structured Text.
+
+syntax   = RuSTy `plc --check` when `plc` is on PATH (preferred, recorded), then always a full blark
+           parse + vendor-extension scan + declaration/type checks (undeclared identifiers, INT/BOOL/REAL
+           /TIME mismatches, with line numbers); the same sandboxed run writes the program's IR.
+semantic = interface checks (POU kind and name, VAR_INPUT/VAR_OUTPUT names and types, return type) and
+           property checks: the POU is executed scan by scan on the task's input sequences by our
+           evaluator (st_eval.py) and the outputs are compared with the expected values.
+"""
+import importlib.metadata
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from dslbench.toolchains import Probe, Toolchain
+
+HERE = Path(__file__).parent
+RUNNER_FILES = ("run_st.py", "st_eval.py")
+POU_KINDS = ("FUNCTION", "FUNCTION_BLOCK", "PROGRAM")
+IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+ELEMENTARY = {"BOOL", "SINT", "INT", "DINT", "LINT", "USINT", "UINT", "UDINT", "ULINT", "BYTE", "WORD", "DWORD",
+              "LWORD", "REAL", "LREAL", "TIME", "STRING"}
+TIME_LIT = re.compile(r"^T#(\d+(\.\d+)?(d|h|ms|m|s)_?)+$", re.I)
+STEP_KEYS = {"in", "out", "ret"}
+
+
+def _plc_version(plc: str) -> str:
+    """`plc --version` of a RuSTy binary on PATH (trusted tool, not candidate code)."""
+    try:
+        out = subprocess.run([plc, "--version"], capture_output=True, text=True, timeout=20)
+        return (out.stdout or out.stderr).strip().splitlines()[0][:80]
+    except (OSError, subprocess.SubprocessError, IndexError):
+        return "unknown version"
+
+
+def _value_ok(type_name: str, value) -> bool:
+    t = type_name.upper()
+    if t == "BOOL":
+        return isinstance(value, bool)
+    if t in ("REAL", "LREAL"):
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if t == "TIME":
+        return isinstance(value, str) and bool(TIME_LIT.match(value))
+    if t == "STRING":
+        return isinstance(value, str)
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+class Validator(Toolchain):
+    skipped: tuple = ()   # upstream records the last import_upstream() could not convert, with reasons
+
+    def probe(self) -> Probe:
+        try:
+            version = importlib.metadata.version("blark")
+        except importlib.metadata.PackageNotFoundError:
+            return Probe(self.dsl, self.card["toolchain"], "", False, "PyPI package 'blark' is not installed")
+        plc = shutil.which("plc")
+        if plc:
+            return Probe(self.dsl, f"RuSTy plc --check + blark {version} declaration checks",
+                         f"plc {_plc_version(plc)}; blark {version}", True,
+                         dialect=self.card["dialect"] + " (judged first by RuSTy)")
+        return Probe(self.dsl, self.card["toolchain"], f"blark {version} (lark grammar) + dslbench ST checks", True,
+                     dialect=self.card["dialect"])
+
+    # --- oracle spec --------------------------------------------------------------------------------
+    def check_oracle(self, task):
+        o, problems = task.oracle, []
+        allowed = {"pou", "name", "inputs", "outputs", "returns", "cycle_ms", "tolerance", "sequences",
+                   "step_budget", "expected_from"}
+        for key in o:
+            if key not in allowed:
+                problems.append((str(key), f"unknown oracle field (allowed: {', '.join(sorted(allowed))})"))
+        if o.get("pou") not in POU_KINDS:
+            problems.append(("pou", f"must be one of {', '.join(POU_KINDS)}"))
+        if not isinstance(o.get("name"), str) or not IDENT.match(o.get("name", "")):
+            problems.append(("name", "must be an ST identifier"))
+        ports = {}
+        for section in ("inputs", "outputs"):
+            value = o.get(section, {})
+            if not isinstance(value, dict):
+                problems.append((section, "must map variable names to ST types"))
+                continue
+            for name, t in value.items():
+                if not isinstance(name, str) or not IDENT.match(name):
+                    problems.append((f"{section}.{name}", "not an ST identifier"))
+                elif not isinstance(t, str) or t.upper() not in ELEMENTARY:
+                    problems.append((f"{section}.{name}", f"type must be one of {', '.join(sorted(ELEMENTARY))}"))
+                else:
+                    ports[(section, name.upper())] = t
+        if o.get("pou") == "FUNCTION":
+            if not isinstance(o.get("returns"), str) or o["returns"].upper() not in ELEMENTARY:
+                problems.append(("returns", "a FUNCTION needs an elementary return type"))
+        elif "returns" in o:
+            problems.append(("returns", "only a FUNCTION has a return type"))
+        if "cycle_ms" in o and (not isinstance(o["cycle_ms"], int) or isinstance(o["cycle_ms"], bool)
+                                or o["cycle_ms"] <= 0):
+            problems.append(("cycle_ms", "must be a positive integer (milliseconds per scan)"))
+        if "tolerance" in o and (not isinstance(o["tolerance"], (int, float)) or o["tolerance"] < 0):
+            problems.append(("tolerance", "must be a non-negative number"))
+        if o.get("expected_from", "oracle") not in ("oracle", "gold"):
+            problems.append(("expected_from", "must be 'oracle' (values in the steps) or 'gold' (run the gold)"))
+        if "step_budget" in o and (not isinstance(o["step_budget"], int) or o["step_budget"] <= 0):
+            problems.append(("step_budget", "must be a positive integer"))
+        seqs = o.get("sequences")
+        if not isinstance(seqs, list) or not seqs:
+            problems.append(("sequences", "give at least one input sequence"))
+            return problems
+        checks = 0
+        for i, seq in enumerate(seqs):
+            where = f"sequences[{i}]"
+            if not isinstance(seq, dict) or not isinstance(seq.get("steps"), list) or not seq["steps"]:
+                problems.append((where, "must be a mapping with a non-empty list 'steps'"))
+                continue
+            if set(seq) - {"name", "steps"}:
+                problems.append((where, f"unknown keys {sorted(set(seq) - {'name', 'steps'})}"))
+            for k, step in enumerate(seq["steps"]):
+                w = f"{where}.steps[{k}]"
+                if not isinstance(step, dict) or set(step) - STEP_KEYS:
+                    problems.append((w, "must be a mapping with keys in, out, ret"))
+                    continue
+                if "ret" in step:
+                    if o.get("pou") != "FUNCTION":
+                        problems.append((f"{w}.ret", "only a FUNCTION has a return value"))
+                    elif isinstance(o.get("returns"), str) and not _value_ok(o["returns"], step["ret"]):
+                        problems.append((f"{w}.ret", f"{step['ret']!r} is not a {o['returns']} value"))
+                    checks += 1
+                for key, section in (("in", "inputs"), ("out", "outputs")):
+                    part = step.get(key, {})
+                    if not isinstance(part, dict):
+                        problems.append((f"{w}.{key}", "must map variable names to values"))
+                        continue
+                    for name, value in part.items():
+                        t = ports.get((section, str(name).upper()))
+                        if t is None:
+                            problems.append((f"{w}.{key}.{name}", f"not one of the oracle's {section}"))
+                        elif not _value_ok(t, value):
+                            problems.append((f"{w}.{key}.{name}", f"{value!r} is not a {t} value"))
+                    if key == "out":
+                        checks += len(part)
+        if checks == 0 and o.get("expected_from") != "gold":
+            problems.append(("sequences", "no expected output or return value to check"))
+        return problems
+
+    # --- levels ---------------------------------------------------------------------------------------
+    def _copy_runner(self, work: Path):
+        for name in RUNNER_FILES:
+            shutil.copy(HERE / name, work / name)
+
+    def syntax(self, program, task, work):
+        plc = shutil.which("plc")
+        plc_result = None
+        if plc:
+            # RuSTy needs its IEC standard library (TON, R_TRIG, *_TO_*) as extra sources: RUSTY_STDLIB
+            # names a folder of its .st files (not exercised on this machine: no plc binary here)
+            stdlib = sorted(Path(os.environ["RUSTY_STDLIB"]).glob("*.st")) if os.environ.get("RUSTY_STDLIB") else []
+            extra = [a for f in stdlib for a in ("-i", str(f))]
+            plc_result = self.run([plc, "--check", self.file_name, *extra], work)
+            if plc_result.timed_out:
+                return self.verdict("fail", "plc --check timed out", plc_result)
+            if plc_result.returncode != 0:
+                lines = [ln.strip() for ln in (plc_result.stderr + plc_result.stdout).splitlines() if ln.strip()]
+                first = next((ln for ln in lines if "error" in ln.lower()), lines[0] if lines else "")
+                return self.verdict("fail", f"plc: {first[:300]}", plc_result)
+        self._copy_runner(work)
+        result = self.run([Path(sys.executable).name, "run_st.py", "check", self.file_name, "check.json"], work)
+        if result.timed_out:
+            return self.verdict("fail", "ST check timed out", result)
+        path = work / "check.json"
+        if result.returncode != 0 or not path.exists():
+            return self.verdict("error", f"ST check runner failed (exit {result.returncode})", result)
+        report = json.loads(path.read_text())
+        duration = result.duration_s + (plc_result.duration_s if plc_result else 0.0)
+        if not report["ok"]:
+            errors = report["errors"]
+            more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+            return self.verdict("fail", errors[0][:300] + more, result, duration)
+        pous = ", ".join(f"{p['kind']} {p['name']}" for p in report["pous"])
+        judge = "plc --check and " if plc else ""
+        return self.verdict("pass", f"{judge}blark parse and declaration checks pass ({pous})", result, duration)
+
+    def semantic(self, program, task, work):
+        if not (work / "ir.json").exists():
+            return self.verdict("error", "no IR from the syntax level")
+        self._copy_runner(work)
+        (work / "oracle.json").write_text(json.dumps(task.oracle))
+        cmd = [Path(sys.executable).name, "run_st.py", "run", "semantic.json"]
+        gold_s = 0.0
+        if task.oracle.get("expected_from") == "gold":
+            # expected outputs come from the reference program: parse it (sandboxed) into gold_ir.json
+            (work / "gold.st").write_text(task.gold, encoding="utf-8")
+            gold = self.run([Path(sys.executable).name, "run_st.py", "check", "gold.st", "gold_check.json",
+                             "gold_ir.json"], work)
+            gold_s = gold.duration_s
+            if not (work / "gold_ir.json").exists():
+                return self.verdict("error", "the reference program does not pass the ST checks", gold)
+            cmd.append("gold_ir.json")
+        result = self.run(cmd, work)
+        if result.timed_out:
+            return self.verdict("fail", f"timed out after {self.limits().timeout_s:.0f} s", result)
+        path = work / "semantic.json"
+        if result.returncode != 0 or not path.exists():
+            if result.returncode < 0 or "MemoryError" in result.stderr:
+                return self.verdict("fail", "killed by resource limits", result)
+            return self.verdict("error", f"ST evaluator failed (exit {result.returncode})", result)
+        report = json.loads(path.read_text())
+        duration = result.duration_s + gold_s
+        if report["ok"] is None:
+            return self.verdict("error", report["reason"][:300], result, duration)
+        return self.verdict("pass" if report["ok"] else "fail", report["reason"][:300], result, duration)
+
+    # --- upstream: Agents4PLC JSONL ---------------------------------------------------------------------
+    def import_upstream(self, source: Path) -> list[dict]:
+        """Agents4PLC JSONL (a file, or a folder of *.jsonl): one task per record with reference code.
+
+        Records without reference ST code are skipped (listed in self.skipped with the reason);
+        a malformed record raises ValueError naming the file, line and record id.
+        """
+        source = Path(source)
+        files = sorted(source.glob("*.jsonl")) if source.is_dir() else [source]
+        tasks, self.skipped = [], []
+        for path in files:
+            for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if not line.strip():
+                    continue
+                where = f"{path.name}:{lineno}"
+                try:
+                    rec = json.loads(line)
+                except json.JSONDecodeError as e:
+                    raise ValueError(f"{where}: not a JSON record: {e.msg}") from None
+                task, reason = agents4plc_task(rec, where, path.stem)
+                if task is None:
+                    self.skipped.append(f"{where} ({rec.get('id')}): {reason}")
+                else:
+                    tasks.append(task)
+        return tasks
+
+
+# --- Agents4PLC records -> tasks -----------------------------------------------------------------------
+
+HEADER = re.compile(r"^\s*(FUNCTION_BLOCK|FUNCTION|PROGRAM)\s+([A-Za-z_]\w*)\s*(?::\s*([A-Za-z_]\w*))?",
+                    re.I | re.M)
+SECTION = re.compile(r"\b(VAR_INPUT|VAR_OUTPUT)\b(.*?)\bEND_VAR\b", re.I | re.S)
+DECL = re.compile(r"([A-Za-z_][\w\s,]*?)\s*:\s*([A-Za-z_]\w*)\s*(?::=[^;]*)?;")
+
+
+def _strip_comments(code: str) -> str:
+    return re.sub(r"\(\*.*?\*\)|//[^\n]*|/\*.*?\*/", " ", code, flags=re.S)
+
+
+def reference_interface(code: str) -> tuple[dict | None, str]:
+    """POU kind, name, return type and VAR_INPUT/VAR_OUTPUT of the first POU (text scan, nothing run)."""
+    text = _strip_comments(code)
+    m = HEADER.search(text)
+    if not m:
+        return None, "no FUNCTION, FUNCTION_BLOCK or PROGRAM in the reference code"
+    kind, name, ret = m.group(1).upper(), m.group(2), m.group(3)
+    end = re.search(r"\bEND_" + kind + r"\b", text[m.end():], re.I)
+    body = text[m.end(): m.end() + end.start()] if end else text[m.end():]
+    ports = {"VAR_INPUT": {}, "VAR_OUTPUT": {}}
+    for sec, decls in SECTION.findall(body):
+        for names, t in DECL.findall(decls):
+            if t.upper() not in ELEMENTARY:
+                return None, f"port type {t} is not elementary (the oracle drives elementary ports only)"
+            for n in names.split(","):
+                ports[sec.upper()][n.strip()] = t.upper()
+    if not ports["VAR_INPUT"]:
+        return None, "the reference POU has no VAR_INPUT to drive"
+    iface = {"pou": kind, "name": name, "inputs": ports["VAR_INPUT"], "outputs": ports["VAR_OUTPUT"]}
+    if kind == "FUNCTION":
+        if not ret or ret.upper() not in ELEMENTARY:
+            return None, "FUNCTION without an elementary return type"
+        iface["returns"] = ret.upper()
+    elif not ports["VAR_OUTPUT"]:
+        return None, "the reference POU has no VAR_OUTPUT to check"
+    return iface, ""
+
+
+def _random_value(rng, t: str):
+    t = t.upper()
+    if t == "BOOL":
+        return rng.random() < 0.5
+    if t in ("REAL", "LREAL"):
+        return round(rng.uniform(-100.0, 100.0), 2)
+    if t == "TIME":
+        return f"T#{rng.randrange(0, 5000, 100)}ms"
+    if t == "STRING":
+        return rng.choice(["", "A", "OK"])
+    if t in ("USINT", "UINT", "UDINT", "ULINT", "BYTE", "WORD", "DWORD", "LWORD"):
+        return rng.randrange(0, 200)
+    return rng.randrange(-100, 101)
+
+
+def _properties_text(props) -> str:
+    lines = []
+    for p in props:
+        if isinstance(p, dict):
+            desc = p.get("property_description") or p.get("description")
+            lines.append(f"- {desc}" if desc else f"- {json.dumps(p, sort_keys=True)}")
+        else:
+            lines.append(f"- {p}")
+    return "\n".join(lines)
+
+
+def agents4plc_task(rec, where: str, split_name: str = "") -> tuple[dict | None, str]:
+    """One Agents4PLC record as a task dict, or (None, reason) when it cannot be judged here."""
+    if not isinstance(rec, dict):
+        raise ValueError(f"{where}: record is not a JSON object")
+    rid = rec.get("id")
+    if not isinstance(rid, (str, int)) or not str(rid).strip():
+        raise ValueError(f"{where}: record has no 'id'")
+    for key, kind in (("instruction", str), ("properties_to_be_validated", list)):
+        if not isinstance(rec.get(key), kind) or (kind is str and not rec[key].strip()):
+            raise ValueError(f"{where}: record {rid!r}: field '{key}' must be a non-empty "
+                             f"{'string' if kind is str else 'list'}")
+    code = rec.get("code") or rec.get("reference_code") or ""
+    if not isinstance(code, str) or not code.strip():
+        return None, "no reference ST code: the formal properties alone give no executable oracle"
+    iface, reason = reference_interface(code)
+    if iface is None:
+        return None, reason
+    import random
+    import zlib
+    rng = random.Random(zlib.crc32(str(rid).encode()))
+    sequences = []
+    for s in range(2):
+        steps = [{"in": {n: _random_value(rng, t) for n, t in iface["inputs"].items()}} for _ in range(8)]
+        sequences.append({"name": f"seeded sequence {s + 1}", "steps": steps})
+    oracle = {**iface, "cycle_ms": 100, "tolerance": 1e-6, "expected_from": "gold", "sequences": sequences}
+    safe = re.sub(r"[^A-Za-z0-9]+", "-", str(rid)).strip("-").lower()
+    props = _properties_text(rec["properties_to_be_validated"])
+    instruction = rec["instruction"].strip()
+    instruction += (f"\n\nImplement it as {iface['pou']} {iface['name']} with VAR_INPUT "
+                    + ", ".join(f"{n} : {t}" for n, t in iface["inputs"].items())
+                    + (", VAR_OUTPUT " + ", ".join(f"{n} : {t}" for n, t in iface["outputs"].items())
+                       if iface["outputs"] else "")
+                    + (f", returning {iface['returns']}" if iface.get("returns") else "") + ".")
+    if props:
+        instruction += "\n\nProperties to be validated:\n" + props
+    level = str(rec.get("difficulty") or split_name or "").lower()
+    difficulty = level if level in ("easy", "medium", "hard") else "medium"
+    return {
+        "id": f"iecst-a4plc-{safe}", "dsl": "iecst", "domain": "Industrial Automation",
+        "title": str(rec.get("title") or f"Agents4PLC {rid}")[:100], "difficulty": difficulty,
+        "constructs": [iface["pou"]], "failure_modes": [],
+        "instruction": instruction + "\n", "context": {}, "gold": code.strip() + "\n", "oracle": oracle,
+        "provenance": {"source": "upstream", "benchmark": "Agents4PLC", "upstream_id": str(rid),
+                       "licence": str(rec.get("licence") or "see the Agents4PLC repository")},
+        "split": "test", "mutants": [],
+    }, ""

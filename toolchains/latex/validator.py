@@ -1,0 +1,481 @@
+"""LaTeX: syntax = pdflatex compiles the document to a PDF without error (halt-on-error, no shell
+escape, paranoid file access); semantic = document-structure intent read from the .aux, the .log
+and the PDF text (sections in order, environments, captions, labels and resolved references,
+bibliography, page count and size, text).
+
+The oracle (all keys optional, at least one check):
+  class: article                          document class (the log's "Document Class:")
+  packages: [amsmath]                     packages/files that must be loaded (log "Package:"/"File:")
+  forbidden_packages: [times]             ... that must not be loaded
+  sections: [{level: section, title: Methods, number: "2", page: 1}, ...]
+                                          table-of-contents entries required in this order
+                                          (number/page optional); sections_exact: true also
+                                          forbids further entries at the levels named
+  environments: {itemize: 1, equation: {min: 2}, eqnarray: 0}
+                                          \\begin{...} counts at compile time (env hooks)
+  captions: [{type: figure, text: "...", number: "1"}, ...]
+                                          captions (list-of-figures/tables/listings entries), in
+                                          order per type; text is matched as a substring
+  labels: {fig:plan: "1"}                 labels defined with these numbers
+  references_resolved: true               no undefined reference/citation, no duplicate label
+  bibitems: [key1, key2]                  exactly these thebibliography keys, in this order
+  cited: [key1]                           keys cited with \\cite
+  pages: 2 | {min: 1, max: 2}             page count of the PDF
+  page_size: a4 | letter | a5 | [w_pt, h_pt]
+  text: [...]  text_order: [...]  text_absent: [...]  page_text: [{page: 1, contains: [...]}]
+                                          PDF text; compared without whitespace and hyphens
+"""
+import glob
+import json
+import re
+import shutil
+import subprocess
+import sys
+import unicodedata
+from pathlib import Path
+
+from dslbench.toolchains import Probe, Toolchain
+
+RUNNER = Path(__file__).with_name("run_latex.py")
+FLAGS = ["-no-shell-escape", "-interaction=nonstopmode", "-halt-on-error", "-file-line-error"]
+# openin_any=p: no \input of absolute paths, dotfiles or parent directories; long log lines unwrapped.
+TEX_ENV = {"openin_any": "p", "openout_any": "p", "max_print_line": "10000", "error_line": "254",
+           "half_error_line": "238", "SOURCE_DATE_EPOCH": "0", "FORCE_SOURCE_DATE": "1"}
+PAPER = {"a4": (595.3, 841.9), "letter": (612.0, 792.0), "a5": (419.5, 595.3)}
+ENV_NAME = re.compile(r"^[A-Za-z@]+\*?$")
+ORACLE_KEYS = {"class", "packages", "forbidden_packages", "sections", "sections_exact", "environments",
+               "captions", "labels", "references_resolved", "bibitems", "cited", "pages", "page_size",
+               "text", "text_order", "text_absent", "page_text"}
+
+
+def squash(s: str) -> str:
+    """Text without whitespace, hyphens and soft hyphens (line breaks and hyphenation differ)."""
+    s = unicodedata.normalize("NFKC", s)
+    return re.sub(r"[\s\-\u00ad\u2010\u2011]+", "", s)
+
+
+def find_pdflatex() -> tuple[str | None, str]:
+    """Prefer an upstream TeX Live installation (more packages) over Debian's texlive."""
+    upstream = sorted(glob.glob("/usr/local/texlive/*/bin/*/pdflatex"))
+    if upstream:
+        return upstream[-1], "TeX Live (upstream)"
+    path = shutil.which("pdflatex", path="/usr/local/bin:/usr/bin:/bin")
+    return path, "Debian texlive"
+
+
+def _first_error(log: str) -> str:
+    """The first TeX error line; for an undefined control sequence also the source line shown by TeX."""
+    lines = log.splitlines()
+    for i, line in enumerate(lines):
+        if re.match(r"^(\S+:\d+: |! )", line):
+            msg = re.sub(r"^\./", "", line.strip())
+            if msg.endswith("Undefined control sequence."):
+                src = next((l.strip() for l in lines[i + 1:i + 8] if re.match(r"^l\.\d+ ", l)), "")
+                msg += (" " + src) if src else ""
+            return msg[:300]
+    return ""
+
+
+class Validator(Toolchain):
+    def probe(self) -> Probe:
+        exe, kind = find_pdflatex()
+        if not exe:
+            return Probe(self.dsl, self.card["toolchain"], "", False,
+                         "pdflatex not on PATH (Debian packages in toolchains/latex/apt.txt)")
+        try:
+            import importlib.util
+            if importlib.util.find_spec("pypdf") is None:
+                return Probe(self.dsl, self.card["toolchain"], "", False, "PyPI package 'pypdf' is not installed")
+        except ImportError:
+            return Probe(self.dsl, self.card["toolchain"], "", False, "PyPI package 'pypdf' is not installed")
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout
+        first = out.splitlines()[0] if out else "pdfTeX ?"
+        m = re.search(r"(pdfTeX \S+) \(TeX Live (\d+)", first)
+        version = f"{m.group(1)} (TeX Live {m.group(2)}, {kind})" if m else f"{first.strip()} ({kind})"
+        kernel = ""
+        ltx = subprocess.run([str(Path(exe).with_name("kpsewhich")) if kind.startswith("TeX Live") else "kpsewhich",
+                              "latex.ltx"], capture_output=True, text=True, timeout=30).stdout.strip()
+        if ltx:
+            src = Path(ltx).read_text(encoding="latin-1", errors="replace")
+            v = re.search(r"\\edef\\fmtversion\s*\{([^}]*)\}", src)
+            p = re.search(r"\\def\\patch@level\{(\d+)\}", src)
+            kernel = f"LaTeX2e <{v.group(1)}>" + (f" patch level {p.group(1)}" if p else "") if v else ""
+        return Probe(self.dsl, f"pdflatex ({kind})", version, True,
+                     dialect=f"{kernel or 'LaTeX2e'} on pdfTeX; packages: " + (
+                         "Debian texlive-latex-base, -latex-recommended, -fonts-recommended" if kind.startswith("Debian")
+                         else f"TeX Live installation {Path(exe).parents[2]}"))
+
+    def import_upstream(self, source: Path) -> list[dict]:
+        return _import_texpert(self, source)
+
+    # --- oracle spec ---------------------------------------------------------------------------
+    def check_oracle(self, task):
+        o, problems = task.oracle, []
+
+        def strs(key, value):
+            if not isinstance(value, list) or not value or not all(isinstance(v, str) and v.strip() for v in value):
+                problems.append((key, "must be a non-empty list of non-empty strings"))
+
+        unknown = sorted(set(o) - ORACLE_KEYS)
+        if unknown:
+            problems.append((unknown[0], f"unknown oracle key (known: {', '.join(sorted(ORACLE_KEYS))})"))
+        if not set(o) & (ORACLE_KEYS - {"sections_exact"}):
+            problems.append(("", "give at least one check"))
+        if "class" in o and not (isinstance(o["class"], str) and re.match(r"^[A-Za-z0-9-]+$", o["class"])):
+            problems.append(("class", "must be a document class name"))
+        for key in ("packages", "forbidden_packages", "bibitems", "cited", "text", "text_order", "text_absent"):
+            if key in o:
+                strs(key, o[key])
+        if "text_order" in o and isinstance(o["text_order"], list) and len(o["text_order"]) < 2:
+            problems.append(("text_order", "needs at least two strings"))
+        if "sections" in o:
+            secs = o["sections"]
+            if not isinstance(secs, list) or not secs:
+                problems.append(("sections", "must be a non-empty list"))
+            else:
+                for i, s in enumerate(secs):
+                    if not isinstance(s, dict) or set(s) - {"level", "title", "number", "page"}:
+                        problems.append((f"sections[{i}]", "must be a mapping with level, title, number?, page?"))
+                    elif s.get("level") not in ("part", "chapter", "section", "subsection", "subsubsection",
+                                                 "paragraph"):
+                        problems.append((f"sections[{i}].level", "must be part, chapter, section, subsection, "
+                                                                   "subsubsection or paragraph"))
+                    elif not isinstance(s.get("title"), str) or not s["title"].strip():
+                        problems.append((f"sections[{i}].title", "a non-empty string is required"))
+                    elif "number" in s and not isinstance(s["number"], str):
+                        problems.append((f"sections[{i}].number", "must be a string (quote it)"))
+                    elif "page" in s and not (isinstance(s["page"], int) and s["page"] > 0):
+                        problems.append((f"sections[{i}].page", "must be a positive integer"))
+        if "sections_exact" in o and (not isinstance(o["sections_exact"], bool) or "sections" not in o):
+            problems.append(("sections_exact", "must be a boolean, used together with sections"))
+        if "environments" in o:
+            envs = o["environments"]
+            if not isinstance(envs, dict) or not envs:
+                problems.append(("environments", "must be a mapping of environment name to count"))
+            else:
+                for name, want in envs.items():
+                    if not isinstance(name, str) or not ENV_NAME.match(name):
+                        problems.append((f"environments.{name}", "not an environment name"))
+                    elif isinstance(want, bool) or not (
+                            (isinstance(want, int) and want >= 0) or
+                            (isinstance(want, dict) and want and set(want) <= {"min", "max"} and
+                             all(isinstance(v, int) and not isinstance(v, bool) and v >= 0 for v in want.values()))):
+                        problems.append((f"environments.{name}", "must be a count or {min: n, max: m}"))
+        if "captions" in o:
+            caps = o["captions"]
+            if not isinstance(caps, list) or not caps:
+                problems.append(("captions", "must be a non-empty list"))
+            else:
+                for i, c in enumerate(caps):
+                    if (not isinstance(c, dict) or set(c) - {"type", "text", "number"}
+                            or not isinstance(c.get("type"), str) or not isinstance(c.get("text"), str)
+                            or not c["text"].strip() or not isinstance(c.get("number", ""), str)):
+                        problems.append((f"captions[{i}]", "must be {type: figure|table|..., text: str, number?: str}"))
+        if "labels" in o:
+            labels = o["labels"]
+            if not isinstance(labels, dict) or not labels or not all(
+                    isinstance(k, str) and isinstance(v, str) for k, v in labels.items()):
+                problems.append(("labels", "must map label names to their expected numbers as strings"))
+        if "references_resolved" in o and not isinstance(o["references_resolved"], bool):
+            problems.append(("references_resolved", "must be a boolean"))
+        if "pages" in o:
+            p = o["pages"]
+            if isinstance(p, bool) or not ((isinstance(p, int) and p > 0) or (
+                    isinstance(p, dict) and p and set(p) <= {"min", "max"} and
+                    all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in p.values()))):
+                problems.append(("pages", "must be a page count or {min: n, max: m}"))
+        if "page_size" in o:
+            ps = o["page_size"]
+            if not (ps in PAPER or (isinstance(ps, list) and len(ps) == 2 and
+                                    all(isinstance(v, (int, float)) and v > 0 for v in ps))):
+                problems.append(("page_size", f"must be one of {', '.join(PAPER)} or [width_pt, height_pt]"))
+        if "page_text" in o:
+            pt = o["page_text"]
+            if not isinstance(pt, list) or not pt:
+                problems.append(("page_text", "must be a non-empty list"))
+            else:
+                for i, e in enumerate(pt):
+                    if (not isinstance(e, dict) or set(e) != {"page", "contains"}
+                            or not isinstance(e["page"], int) or e["page"] < 1
+                            or not isinstance(e["contains"], list) or not e["contains"]
+                            or not all(isinstance(s, str) and s.strip() for s in e["contains"])):
+                        problems.append((f"page_text[{i}]", "must be {page: n, contains: [strings]}"))
+        return problems
+
+    # --- levels --------------------------------------------------------------------------------
+    def _env(self) -> dict:
+        exe, _ = find_pdflatex()
+        env = dict(TEX_ENV)
+        # The venv first (the runner needs its pypdf), then an upstream TeX Live's bin directory.
+        tex_bin = "" if str(Path(exe).parent) in ("/usr/bin", "/bin", "/usr/local/bin") else f"{Path(exe).parent}:"
+        env["PATH"] = f"{Path(sys.executable).parent}:{tex_bin}/usr/local/bin:/usr/bin:/bin"
+        return env
+
+    def syntax(self, program, task, work):
+        job = Path(self.file_name).stem
+        result = self.run(["pdflatex", *FLAGS, self.file_name], work, env=self._env())
+        if result.timed_out:
+            return self.verdict("fail", f"pdflatex timed out after {self.limits().timeout_s:.0f} s", result)
+        log_path = work / f"{job}.log"
+        log = log_path.read_bytes()[:2_000_000].decode("latin-1") if log_path.exists() else ""
+        if result.returncode != 0:
+            err = _first_error(log) or _first_error(result.stdout) or f"pdflatex exit {result.returncode}"
+            return self.verdict("fail", err, result)
+        if not (work / f"{job}.pdf").exists():
+            why = "no pages of output" if "No pages of output" in log else "no PDF written"
+            return self.verdict("fail", f"pdflatex wrote no PDF ({why})", result)
+        return self.verdict("pass", "compiles to a PDF", result)
+
+    def semantic(self, program, task, work):
+        o = task.oracle
+        shutil.copy(RUNNER, work / "run_latex.py")
+        envs = sorted(o.get("environments", {}))
+        result = self.run([Path(sys.executable).name, "run_latex.py", "semantic", self.file_name,
+                           "dslbench-report.json", *envs], work, env=self._env())
+        if result.timed_out:
+            return self.verdict("fail", f"compilation timed out after {self.limits().timeout_s:.0f} s", result)
+        rp = work / "dslbench-report.json"
+        if result.returncode != 0 or not rp.exists():
+            return self.verdict("error", f"LaTeX runner failed (exit {result.returncode})", result)
+        r = json.loads(rp.read_text())
+        if not r["ok"]:
+            return self.verdict("error", f"rerun with environment hooks failed: {r['error']}", result)
+        if r["pdf_error"].startswith("pypdf is not installed"):
+            return self.verdict("error", "pypdf is not importable inside the sandbox", result)
+        if r["pdf_error"]:
+            return self.verdict("fail", f"PDF could not be read: {r['pdf_error']}", result)
+        problem = self._compare(o, r)
+        if problem:
+            return self.verdict("fail", problem, result)
+        return self.verdict("pass", f"document structure as required ({r['pages']} page(s), {r['runs'] + 1} pdflatex runs)",
+                            result)
+
+    @staticmethod
+    def _compare(o: dict, r: dict) -> str:
+        if "class" in o and r["class"] != o["class"]:
+            return f"document class is {r['class'] or '?'}, expected {o['class']}"
+        loaded = set(r["loaded"])
+        for p in o.get("packages", []):
+            if p not in loaded:
+                return f"package {p} is not loaded"
+        for p in o.get("forbidden_packages", []):
+            if p in loaded:
+                return f"package {p} is loaded but must not be"
+        if "sections" in o:
+            toc, pos = r["toc"], 0
+            for s in o["sections"]:
+                want = squash(s["title"])
+                for j in range(pos, len(toc)):
+                    e = toc[j]
+                    if e["type"] == s["level"] and squash(e["text"]) == want:
+                        if "number" in s and e["number"] != s["number"]:
+                            return f"{s['level']} '{s['title']}' is numbered '{e['number']}', expected '{s['number']}'"
+                        if "page" in s and e["page"] != str(s["page"]):
+                            return f"{s['level']} '{s['title']}' starts on page {e['page']}, expected {s['page']}"
+                        pos = j + 1
+                        break
+                else:
+                    anywhere = any(e["type"] == s["level"] and squash(e["text"]) == want for e in toc)
+                    found = ", ".join(f"{e['type']} '{e['text']}'" for e in toc[:8]) or "none"
+                    return (f"{s['level']} '{s['title']}' " + ("is out of order" if anywhere else "is missing")
+                            + f" (contents entries: {found})")
+            if o.get("sections_exact"):
+                levels = {s["level"] for s in o["sections"]}
+                got = [e for e in toc if e["type"] in levels]
+                if len(got) != len(o["sections"]):
+                    return (f"{len(got)} {'/'.join(sorted(levels))} entries, expected exactly {len(o['sections'])}: "
+                            + ", ".join(f"'{e['text']}'" for e in got[:10]))
+        for name, want in o.get("environments", {}).items():
+            n = r["environments"].count(name)
+            lo, hi = (want, want) if isinstance(want, int) else (want.get("min", 0), want.get("max", 10 ** 9))
+            if not lo <= n <= hi:
+                exp = str(want) if isinstance(want, int) else f"{lo}..{hi if hi < 10 ** 9 else ''}"
+                return f"environment {name} begins {n} time(s), expected {exp}"
+        if "captions" in o:
+            for typ in dict.fromkeys(c["type"] for c in o["captions"]):
+                got = [c for c in r["captions"] if c["type"] == typ]
+                pos = 0
+                for c in (c for c in o["captions"] if c["type"] == typ):
+                    for j in range(pos, len(got)):
+                        if squash(c["text"]) in squash(got[j]["text"]):
+                            if "number" in c and got[j]["number"] != c["number"]:
+                                return f"{typ} caption '{c['text']}' is numbered {got[j]['number']}, expected {c['number']}"
+                            pos = j + 1
+                            break
+                    else:
+                        seen = "; ".join(f"'{g['text'][:60]}'" for g in got[:5]) or "none"
+                        return f"no {typ} caption '{c['text']}' (in order); {typ} captions: {seen}"
+        for name, num in o.get("labels", {}).items():
+            if name not in r["labels"]:
+                return f"label {name} is not defined"
+            if r["labels"][name]["number"] != num:
+                return f"label {name} refers to '{r['labels'][name]['number']}', expected '{num}'"
+        if o.get("references_resolved"):
+            if r["undefined"]:
+                return "undefined: " + ", ".join(r["undefined"][:5])
+            if r["multiply_defined"]:
+                return "multiply defined labels: " + ", ".join(r["multiply_defined"][:5])
+        if "bibitems" in o:
+            keys = [b["key"] for b in r["bibitems"]]
+            if keys != o["bibitems"]:
+                return f"bibliography keys {keys}, expected {o['bibitems']}"
+        for k in o.get("cited", []):
+            if k not in r["citations"]:
+                return f"{k} is never cited"
+        if "pages" in o:
+            p, n = o["pages"], r["pdf_pages"]
+            lo, hi = (p, p) if isinstance(p, int) else (p.get("min", 1), p.get("max", 10 ** 9))
+            if not lo <= n <= hi:
+                exp = str(p) if isinstance(p, int) else f"{lo}..{hi if hi < 10 ** 9 else ''}"
+                return f"{n} page(s), expected {exp}"
+        if "page_size" in o:
+            want = PAPER.get(o["page_size"], o["page_size"]) if isinstance(o["page_size"], str) else o["page_size"]
+            got = r["page_size_pt"]
+            if not got or abs(got[0] - want[0]) > 2 or abs(got[1] - want[1]) > 2:
+                return f"page size {got} pt, expected {o['page_size']} {list(want)} pt"
+        pages = [squash(t) for t in r["page_text"]]
+        whole = "".join(pages)
+        for t in o.get("text", []):
+            if squash(t) not in whole:
+                return f"text '{t}' not found in the PDF"
+        if "text_order" in o:
+            pos = 0
+            for t in o["text_order"]:
+                i = whole.find(squash(t), pos)
+                if i < 0:
+                    return f"text '{t}' not found " + ("in the PDF" if squash(t) not in whole else "in the required order")
+                pos = i + len(squash(t))
+        for t in o.get("text_absent", []):
+            if squash(t) in whole:
+                return f"text '{t}' appears in the PDF but must not"
+        for e in o.get("page_text", []):
+            page = pages[e["page"] - 1] if e["page"] <= len(pages) else ""
+            for t in e["contains"]:
+                if squash(t) not in page:
+                    return f"text '{t}' not on page {e['page']}"
+        return ""
+
+
+# --- upstream: TeXpert ------------------------------------------------------------------------------
+TEXPERT_SHEETS = {"Simple": "easy", "Average": "medium", "Hard": "hard"}
+TEXPERT_COLUMNS = ("ID", "Task Instructions", "Verified LaTeX Code", "Class")
+SECTION_LEVELS = ("part", "chapter", "section", "subsection", "subsubsection")
+COUNTED_ENVS = ("figure", "table", "tabular", "tabularx", "longtable", "itemize", "enumerate", "description",
+                "equation", "align", "gather", "multline", "lstlisting", "verbatim", "abstract", "thebibliography")
+
+
+def _strip_comments(tex: str) -> str:
+    return re.sub(r"(?<!\\)%.*", "", tex)
+
+
+def _brace_arg(s: str, i: int) -> tuple[str | None, int]:
+    while i < len(s) and s[i] in " \t\n":
+        i += 1
+    if i >= len(s) or s[i] != "{":
+        return None, i
+    depth = 0
+    for j in range(i, len(s)):
+        if s[j] == "\\":
+            continue
+        if s[j] == "{" and (j == 0 or s[j - 1] != "\\"):
+            depth += 1
+        elif s[j] == "}" and s[j - 1] != "\\":
+            depth -= 1
+            if depth == 0:
+                return s[i + 1:j], j + 1
+    return None, len(s)
+
+
+def _plain(tex: str) -> str:
+    tex = re.sub(r"\\([&%$#_{}])", r"\1", tex.replace("~", " "))
+    tex = re.sub(r"\\[A-Za-z@]+\*?\s*", "", tex)
+    return re.sub(r"\s+", " ", tex.replace("{", "").replace("}", "")).strip()
+
+
+def derive_oracle(code: str) -> dict:
+    """The structure a reference document states in its source: class, numbered sections in order,
+    environment counts (as minimums), figure/table captions in order."""
+    src = _strip_comments(code)
+    oracle: dict = {}
+    m = re.search(r"\\documentclass\s*(?:\[[^\]]*\])?\s*\{([A-Za-z0-9-]+)\}", src)
+    if m:
+        oracle["class"] = m.group(1)
+    body = src.split("\\begin{document}", 1)[-1]
+    sections = []
+    for m in re.finditer(r"\\(" + "|".join(SECTION_LEVELS) + r")(\*?)\s*(?:\[[^\]]*\])?\s*(?=\{)", body):
+        title, _ = _brace_arg(body, m.end())
+        if m.group(2) or title is None or not _plain(title):
+            continue
+        sections.append({"level": m.group(1), "title": _plain(title)})
+    if sections:
+        oracle["sections"] = sections
+    counts = {e: len(re.findall(r"\\begin\s*\{" + re.escape(e) + r"\}", body)) for e in COUNTED_ENVS}
+    envs = {e: {"min": n} for e, n in counts.items() if n}
+    if envs:
+        oracle["environments"] = envs
+    captions, float_type = [], None
+    for m in re.finditer(r"\\begin\s*\{(figure|table)\*?\}|\\caption\s*(?:\[[^\]]*\])?\s*(?=\{)", body):
+        if m.group(1):
+            float_type = m.group(1)
+            continue
+        text, _ = _brace_arg(body, m.end())
+        if float_type and text and _plain(text):
+            captions.append({"type": float_type, "text": _plain(text)})
+    if captions:
+        oracle["captions"] = captions
+    return oracle
+
+
+def _import_texpert(self, source: Path) -> list[dict]:
+    """TeXpert workbook (sheets Simple/Average/Hard; columns ID, Task Instructions, Verified LaTeX
+    Code, Class) -> task dicts. Records without a complete document (no \\documentclass or no
+    \\begin{document}) are skipped and listed in self.skipped with the reason; a record missing its
+    ID, instruction or code raises ValueError naming the sheet, row and ID."""
+    import openpyxl
+    source = Path(source)
+    path = source if source.is_file() else next(iter(sorted(source.glob("*.xlsx"))), None)
+    if path is None:
+        raise ValueError(f"TeXpert: no .xlsx workbook in {source}")
+    wb = openpyxl.load_workbook(path, read_only=True, data_only=True)
+    sheets = [s for s in TEXPERT_SHEETS if s in wb.sheetnames]
+    if not sheets:
+        raise ValueError(f"TeXpert {path.name}: none of the sheets {', '.join(TEXPERT_SHEETS)} "
+                         f"(found: {', '.join(wb.sheetnames)})")
+    tasks, self.skipped, seen = [], [], set()
+    for sheet in sheets:
+        rows = wb[sheet].iter_rows(values_only=True)
+        header = [str(h).strip() if h is not None else "" for h in next(rows, ())]
+        missing = [c for c in TEXPERT_COLUMNS if c not in header]
+        if missing:
+            raise ValueError(f"TeXpert {path.name} sheet {sheet}: missing column(s) {', '.join(missing)}")
+        col = {c: header.index(c) for c in TEXPERT_COLUMNS}
+        for n, row in enumerate(rows, start=2):
+            if row is None or all(v is None or str(v).strip() == "" for v in row):
+                continue
+            get = lambda c: "" if col[c] >= len(row) or row[col[c]] is None else str(row[col[c]]).strip()
+            rid = get("ID")
+            where = f"TeXpert sheet {sheet} row {n} (ID {rid or '?'})"
+            for c in ("ID", "Task Instructions", "Verified LaTeX Code"):
+                if not get(c):
+                    raise ValueError(f"{where}: empty '{c}'")
+            code = get("Verified LaTeX Code").replace("\r\n", "\n") + "\n"
+            if "\\documentclass" not in code or "\\begin{document}" not in code:
+                self.skipped.append((f"{sheet}/{rid}", "not a complete document (no \\documentclass or "
+                                                        "\\begin{document}): no oracle can be derived"))
+                continue
+            tid = "latex-texpert-" + re.sub(r"[^a-z0-9]+", "-", f"{sheet}-{rid}".lower()).strip("-")
+            if tid in seen:
+                raise ValueError(f"{where}: duplicate ID")
+            seen.add(tid)
+            classes = [c.strip() for c in re.split(r"[,;/]", get("Class")) if c.strip()] or ["document"]
+            tasks.append({
+                "id": tid, "dsl": "latex", "domain": "Document Processing",
+                "title": f"TeXpert {sheet} {rid}", "difficulty": TEXPERT_SHEETS[sheet],
+                "constructs": classes, "failure_modes": ["knowledge"],
+                "instruction": get("Task Instructions") + "\n", "gold": code,
+                "oracle": derive_oracle(code),
+                "provenance": {"source": "upstream", "benchmark": "TeXpert", "upstream_id": f"{sheet}/{rid}",
+                               "licence": "see the TeXpert release"},
+                "split": "test", "mutants": []})
+    return tasks
+
