@@ -25,6 +25,7 @@ def built(tmp_path_factory):
     base = tmp_path_factory.mktemp("book")
     run = base / "run"
     r = run_cli("pipeline", "--run", str(run), "--dsl", "jq", "--dsl", "verilog", "--limit", "1", "--no-book", "--param", "max_tokens=48", "--param", "simulate_check=false",
+                "--param", "corpus_sample=300", "--param", "k_min=2", "--param", "k_max=6",
                 env={"DSLBENCH_CACHE": str(base / "cache")})
     assert r.returncode == 0, r.stderr[-3000:]
     html_root = book.build(run, output=base / "out")

@@ -24,7 +24,7 @@ import yaml
 
 from . import toolchains
 from .paths import repo_root
-from .pipeline import doctor, pass_rates
+from .pipeline import doctor, final_verdicts, pass_rates, with_rounds
 from .store import RunStore
 from .tasks import load_tasks
 
@@ -39,9 +39,10 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", str(text)).strip("-") or "x"
 
 
-def task_page_path(dsl, task_id, model, method, sample) -> str:
-    """Path of a per-task log page relative to the build root."""
-    return f"tasks/{slug(dsl)}/{slug(model)}/{slug(method)}/{slug(task_id)}__s{sample}.html"
+def task_page_path(dsl, task_id, model, method, sample, round_=0) -> str:
+    """Path of a per-task log page relative to the build root (refinement rounds get a page each)."""
+    suffix = f"__r{int(round_)}" if round_ else ""
+    return f"tasks/{slug(dsl)}/{slug(model)}/{slug(method)}/{slug(task_id)}__s{sample}{suffix}.html"
 
 
 def slice_index_path(dsl, model, method, page: int = 1) -> str:
@@ -184,7 +185,8 @@ def task_page(r: dict, task, root: str) -> str:
     prompt = "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in messages)
     rows = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in [
         ("DSL / task", f"{html.escape(r['dsl'])} / {html.escape(r['task_id'])}"),
-        ("model / method / sample", f"{html.escape(str(r['model']))} / {html.escape(str(r['method']))} / {r['sample']}"),
+        ("model / method / sample / round", f"{html.escape(str(r['model']))} / {html.escape(str(r['method']))} / "
+                                            f"{r['sample']} / {r.get('round', 0)}"),
         ("toolchain", f"{html.escape(str(r['toolchain']))} — {html.escape(str(r['toolchain_version']))}"),
         ("dialect", html.escape(str(r.get("dialect") or ""))),
         ("syntax", f"{_verdict_cell(r['syntax_status'])} {html.escape(str(r['syntax_diagnostics'] or ''))}"),
@@ -212,10 +214,11 @@ def write_task_pages(table: pd.DataFrame, out: Path) -> int:
     (out / "tasks").mkdir(parents=True)
     written = 0
     slices = []
+    table = with_rounds(table)
     for (dsl, model, method), g in table.groupby(["dsl", "model", "method"], sort=True):
-        g = g.sort_values(["task_id", "sample"])
+        g = g.sort_values(["task_id", "sample", "round"])
         for _, r in g.iterrows():
-            rel = task_page_path(dsl, r["task_id"], model, method, r["sample"])
+            rel = task_page_path(dsl, r["task_id"], model, method, r["sample"], r["round"])
             path = out / rel
             path.parent.mkdir(parents=True, exist_ok=True)
             root = "../" * (rel.count("/"))
@@ -229,8 +232,9 @@ def write_task_pages(table: pd.DataFrame, out: Path) -> int:
             rows = "".join(
                 f"<tr data-key='{html.escape(str(r['task_id']).lower())}' data-syntax='{html.escape(str(r['syntax_status']))}' "
                 f"data-semantic='{html.escape(str(r['semantic_status']))}'>"
-                f"<td><a href='{html.escape(Path(task_page_path(dsl, r['task_id'], model, method, r['sample'])).name)}'>"
-                f"{html.escape(str(r['task_id']))}</a></td><td>{r['sample']}</td><td>{html.escape(str(r.get('difficulty') or ''))}</td>"
+                f"<td><a href='{html.escape(Path(task_page_path(dsl, r['task_id'], model, method, r['sample'], r['round'])).name)}'>"
+                f"{html.escape(str(r['task_id']))}</a></td><td>{r['sample']}</td><td>{r['round']}</td>"
+                f"<td>{html.escape(str(r.get('difficulty') or ''))}</td>"
                 f"<td>{_verdict_cell(r['syntax_status'])}</td><td>{_verdict_cell(r['semantic_status'])}</td>"
                 f"<td>{html.escape(str(r['semantic_diagnostics'] or r['syntax_diagnostics'] or '')[:160])}</td></tr>"
                 for _, r in chunk.iterrows())
@@ -243,15 +247,16 @@ def write_task_pages(table: pd.DataFrame, out: Path) -> int:
                     f"syntax <select id='syn' onchange='applyFilter()'><option value=''>any</option>{options}</select>"
                     f"semantic <select id='sem' onchange='applyFilter()'><option value=''>any</option>{options}</select>"
                     "<span id='count'></span>"
-                    "<table><thead><tr><th>task</th><th>sample</th><th>difficulty</th><th>syntax</th><th>semantic</th>"
+                    "<table><thead><tr><th>task</th><th>sample</th><th>round</th><th>difficulty</th><th>syntax</th><th>semantic</th>"
                     f"<th>diagnostics</th></tr></thead><tbody>{rows}</tbody></table><script>{FILTER_JS}</script>")
             (out / rel).write_text(_page(f"{dsl} {model} {method}", body, root))
-        slices.append((dsl, model, method, len(g), int((g["semantic_status"] == "pass").sum())))
+        finals = final_verdicts(g)  # a refinement chain counts once, by its last round
+        slices.append((dsl, model, method, len(finals), int((finals["semantic_status"] == "pass").sum())))
     items = "".join(f"<tr data-key='{html.escape((d + ' ' + str(m) + ' ' + str(me)).lower())}' data-syntax='' data-semantic=''>"
                     f"<td><a href='{html.escape(slice_index_path(d, m, me)[len('tasks/'):])}'>{html.escape(d)}</a></td>"
                     f"<td>{html.escape(str(m))}</td><td>{html.escape(str(me))}</td><td>{n}</td><td>{k}</td></tr>"
                     for d, m, me, n, k in slices)
-    body = ("<h1>Task logs</h1><p>One page per (DSL, task, model, method, sample). Pick a slice:</p>"
+    body = ("<h1>Task logs</h1><p>One page per (DSL, task, model, method, sample, refinement round). Pick a slice:</p>"
             "<input id='q' placeholder='filter DSL / model / method' oninput='applyFilter()'>"
             "<select id='syn' hidden><option value=''></option></select><select id='sem' hidden><option value=''></option></select>"
             "<span id='count'></span><table><thead><tr><th>DSL</th><th>model</th><th>method</th><th>records</th>"

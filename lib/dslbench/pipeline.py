@@ -19,7 +19,7 @@ from .executors import make_executor
 from .prompting import PROMPT_VERSION, build_messages, extract_program
 from .revision import code_revision
 from .sandbox import new_workdir
-from .store import RunStore, now, record_key
+from .store import KEY_FIELDS, RunStore, now, record_key
 from .tasks import Task, load_tasks
 from .toolchains import LevelVerdict
 
@@ -99,8 +99,13 @@ def _task_fields(task: Task) -> dict:
 
 def run_generation(run_dir, dsls=None, models=None, limit=None, samples: int = 1, method: str = "baseline",
                    params: dict | None = None, executor: str | None = None, workers: int | None = None,
-                   cache_dir: str | None = None, progress: bool = True) -> pd.DataFrame:
-    """Generate one output per (task, model, sample) not yet in the run; returns the stage's summary."""
+                   cache_dir: str | None = None, progress: bool = True, prompt_fn=None) -> pd.DataFrame:
+    """Generate one output per (task, model, sample) not yet in the run; returns the stage's summary.
+
+    `prompt_fn(task, toolchain, model, sample)` (interventions) replaces the zero-shot prompt: it returns
+    None (nothing to generate for this item) or a dict with `messages`, `prompt_version` and any further
+    fields to store on the record (e.g. `round`, which becomes part of the record key).
+    """
     from .generation import DEFAULT_PARAMS, default_cache_dir, default_model_name, resolve_model
     tasks = load_tasks(dsls or None, limit=limit)        # strict: stops before anything is written
     models = list(models or [default_model_name()])
@@ -115,12 +120,16 @@ def run_generation(run_dir, dsls=None, models=None, limit=None, samples: int = 1
     for dsl, task_list in tasks.items():
         tc = toolchains.get(dsl)
         for task in task_list:
-            messages = build_messages(task, tc)
+            base = {"messages": build_messages(task, tc), "prompt_version": PROMPT_VERSION} if prompt_fn is None else None
             for model in models:
                 for sample in range(samples):
-                    rec = {**_task_fields(task), "model": model, "method": method, "sample": sample}
+                    p = base or prompt_fn(task, tc, model, sample)
+                    if p is None:
+                        continue
+                    extra = {k: v for k, v in p.items() if k != "messages"}
+                    rec = {**_task_fields(task), "model": model, "method": method, "sample": sample, **extra}
                     if record_key(rec) not in done:
-                        todo.append((rec, messages))
+                        todo.append((rec, p["messages"]))
     # A local in-process model wants one worker (it uses every core itself); remote APIs wait on I/O.
     embedded = any(s.embedded for s in specs.values())
     workers = workers or (1 if embedded else 4)
@@ -130,7 +139,7 @@ def run_generation(run_dir, dsls=None, models=None, limit=None, samples: int = 1
         tc = toolchains.get(rec["dsl"])
         program, rule = extract_program(res["text"], tc.fence_aliases) if res["status"] == "ok" else ("", "none")
         store.append("generations", {
-            **rec, "messages": messages, "prompt_version": PROMPT_VERSION, "litellm_model": res["model"],
+            "prompt_version": PROMPT_VERSION, **rec, "messages": messages, "litellm_model": res["model"],
             "params": res["params"], "raw_output": res["text"], "program": program, "extraction_rule": rule,
             "generation_status": res["status"], "generation_error": res["error"], "cached": res["cached"],
             "usage": res["usage"], "generation_duration_s": res["duration_s"], "attempts": res["attempts"],
@@ -159,6 +168,10 @@ def _evaluate_job(dsl: str, task: Task, program: str) -> dict:
     return out
 
 
+# Fields of intervention records (refinement round, retrieved chunks, ...) carried onto their verdicts.
+INTERVENTION_FIELDS = ("round", "refines", "copied_from", "retrieved", "retrieval")
+
+
 def run_validation(run_dir, dsls=None, executor: str | None = None, workers: int | None = None,
                    progress: bool = True) -> pd.DataFrame:
     """Validate every generation of the run that has no verdict yet; returns the verdict table."""
@@ -179,6 +192,7 @@ def run_validation(run_dir, dsls=None, executor: str | None = None, workers: int
             **{k: gen[k] for k in ("dsl", "task_id", "model", "method", "sample", "domain", "difficulty", "split",
                                    "messages", "raw_output", "program", "extraction_rule", "prompt_version",
                                    "generation_status")},
+            **{k: gen[k] for k in INTERVENTION_FIELDS if k in gen},
             "run": store.dir.name, "toolchain": probe["toolchain"], "toolchain_version": probe["version"],
             "dialect": probe["dialect"], "syntax": out["syntax"], "semantic": out["semantic"],
             "sandbox": out["syntax"].get("sandbox") or out["semantic"].get("sandbox") or "",
@@ -242,8 +256,27 @@ def selfcheck(dsls=None, executor: str | None = None, workers: int | None = None
 
 # --- reporting ----------------------------------------------------------------------------------
 
+def with_rounds(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """The verdict table with an integer `round` column (0 where a record has none)."""
+    df = verdicts.copy()
+    rounds = df["round"] if "round" in df else pd.Series(0, index=df.index)
+    df["round"] = pd.to_numeric(rounds, errors="coerce").fillna(0).astype(int)
+    return df
+
+
+def final_verdicts(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """One record per (dsl, task, model, method, sample): the last round of each refinement chain."""
+    df = with_rounds(verdicts)
+    if df.empty:
+        return df
+    return (df.sort_values([*KEY_FIELDS, "round"]).groupby(list(KEY_FIELDS), as_index=False).tail(1)
+              .reset_index(drop=True))
+
+
 def pass_rates(verdicts: pd.DataFrame) -> pd.DataFrame:
-    """Per DSL x model syntax and semantic pass rates (%), unavailable/error verdicts excluded and counted."""
+    """Per DSL x model syntax and semantic pass rates (%), unavailable/error verdicts excluded and counted.
+    A refinement chain counts once, by its last round."""
+    verdicts = final_verdicts(verdicts)
     rows = []
     for (dsl, model, method), g in verdicts.groupby(["dsl", "model", "method"]):
         judged = g[g["syntax_status"].isin(["pass", "fail"])]

@@ -26,7 +26,9 @@ KINDS = ("generations", "verdicts")
 
 
 def record_key(rec: dict) -> str:
-    return "|".join(str(rec[k]) for k in KEY_FIELDS)
+    """The key fields joined; a refinement round above 0 is appended (baseline records: no round)."""
+    key = "|".join(str(rec[k]) for k in KEY_FIELDS)
+    return f"{key}|r{rec['round']}" if rec.get("round") else key
 
 
 def now() -> str:
@@ -125,6 +127,9 @@ class RunStore:
 def _flat_generation(r: dict) -> dict:
     d = {k: v for k, v in r.items() if k not in ("messages", "usage", "params")}
     d["messages"] = json.dumps(r.get("messages", []), ensure_ascii=False)
+    for k in ("retrieved", "retrieval"):  # intervention records: nested values as JSON text
+        if k in r:
+            d[k] = json.dumps(r[k], ensure_ascii=False, sort_keys=True)
     d["params"] = json.dumps(r.get("params", {}), sort_keys=True)
     for k, v in (r.get("usage") or {}).items():
         d[f"usage_{k}"] = v
@@ -148,8 +153,11 @@ def flatten_verdicts(records: Iterable[dict]) -> pd.DataFrame:
             v = r.get(level) or {}
             for f in ("status", "diagnostics", "command", "log", "duration_s"):
                 row[f"{level}_{f}"] = v.get(f)
+        if "round" in r:  # refinement rounds (interventions); baseline-only runs keep exactly VERDICT_COLUMNS
+            row["round"] = r["round"]
         rows.append(row)
-    return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+    extra = ["round"] if any("round" in row for row in rows) else []
+    return pd.DataFrame(rows, columns=VERDICT_COLUMNS + extra)
 
 
 # Columns that legitimately differ between two identical runs.

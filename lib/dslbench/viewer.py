@@ -30,7 +30,8 @@ def record_html(row: dict, task, rounds: pd.DataFrame | None = None) -> str:
     diff = difflib.HtmlDiff(wrapcolumn=70).make_table(
         str(row.get("program") or "").splitlines(), gold.splitlines(), "candidate", "gold", context=False)
     parts = [f"<h3>{html.escape(row['dsl'])} / {html.escape(row['task_id'])} — {html.escape(str(row['model']))}"
-             f" — {html.escape(str(row['method']))} — sample {row['sample']}</h3>",
+             f" — {html.escape(str(row['method']))} — sample {row['sample']}"
+             + (f" — round {row['round']}" if row.get("round") else "") + "</h3>",
              f"<p><b>syntax</b>: {html.escape(str(row['syntax_status']))} — {html.escape(str(row['syntax_diagnostics'] or ''))}<br>"
              f"<b>semantic</b>: {html.escape(str(row['semantic_status']))} — {html.escape(str(row['semantic_diagnostics'] or ''))}<br>"
              f"<b>toolchain</b>: {html.escape(str(row['toolchain']))} {html.escape(str(row['toolchain_version']))}</p>"]
@@ -47,6 +48,8 @@ def record_html(row: dict, task, rounds: pd.DataFrame | None = None) -> str:
 class TaskViewer:
     def __init__(self, run_dir):
         self.table = RunStore(run_dir).verdict_table()
+        rounds = self.table["round"] if "round" in self.table else pd.Series(0, index=self.table.index)
+        self.table["round"] = pd.to_numeric(rounds, errors="coerce").fillna(0).astype(int)  # refinement rounds
         self.tasks = {t.id: t for ts in load_tasks().values() for t in ts}
         opts = lambda col: [ANY] + sorted(map(str, self.table[col].dropna().unique()))  # noqa: E731
         self.filters = {col: w.Dropdown(options=opts(col), description=col.split("_")[0])
@@ -69,7 +72,7 @@ class TaskViewer:
         for col, f in self.filters.items():
             if f.value != ANY:
                 df = df[df[col].astype(str) == f.value]
-        return df.sort_values(["dsl", "task_id", "model", "method", "sample"]).reset_index(drop=True)
+        return df.sort_values(["dsl", "task_id", "model", "method", "sample", "round"]).reset_index(drop=True)
 
     def _refilter(self):
         self.current = self.matching()
@@ -89,7 +92,7 @@ class TaskViewer:
         row = self.current.iloc[self.position.value].to_dict()
         same = self.table[(self.table["dsl"] == row["dsl"]) & (self.table["task_id"] == row["task_id"])
                           & (self.table["model"] == row["model"])]
-        rounds = same[["method", "sample", "syntax_status", "semantic_status"]]
+        rounds = same[["method", "round", "sample", "syntax_status", "semantic_status"]].sort_values(["method", "sample", "round"])
         self.body.value = record_html(row, self.tasks.get(row["task_id"]), rounds)
 
     def _ipython_display_(self):
