@@ -267,7 +267,7 @@ def with_rounds(verdicts: pd.DataFrame) -> pd.DataFrame:
 def final_verdicts(verdicts: pd.DataFrame) -> pd.DataFrame:
     """One record per (dsl, task, model, method, sample): the last round of each refinement chain."""
     df = with_rounds(verdicts)
-    if df.empty:
+    if df.empty or not (df["round"] > 0).any():  # no refinement rounds: one record per key already
         return df
     return (df.sort_values([*KEY_FIELDS, "round"]).groupby(list(KEY_FIELDS), as_index=False).tail(1)
               .reset_index(drop=True))
