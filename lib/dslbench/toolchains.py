@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import abc
 import functools
+import importlib.metadata
 import importlib.util
 import sys
 from dataclasses import dataclass, asdict
@@ -21,6 +22,22 @@ from . import sandbox
 from .paths import toolchains_dir
 
 STATUSES = ("pass", "fail", "unavailable", "error")
+
+
+def installed_versions(packages: dict[str, str | None]) -> tuple[dict[str, str], str]:
+    """Versions of PyPI distributions {dist: module to find, or None}; the first problem ('' when none).
+
+    Probes use it so a missing or unimportable package always gives the same kind of reason.
+    """
+    versions = {}
+    for dist, module in packages.items():
+        try:
+            versions[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            return versions, f"PyPI package '{dist}' is not installed"
+        if module and importlib.util.find_spec(module) is None:
+            return versions, f"module '{module}' cannot be imported"
+    return versions, ""
 
 
 @dataclass

@@ -21,7 +21,6 @@ The oracle of a task:
   require:                      structure the traces cannot see (optional)
     - {node: Timeout, attributes: {msec: "30000"}}
 """
-import importlib.metadata
 import importlib.util
 import json
 import re
@@ -32,7 +31,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 from dslbench import sandbox
-from dslbench.toolchains import Probe, Toolchain
+from dslbench.toolchains import Probe, Toolchain, installed_versions
 
 RUNNER = Path(__file__).with_name("run_bt.py")
 STATUSES = ("SUCCESS", "FAILURE", "RUNNING")
@@ -113,17 +112,15 @@ def _first_line(text: str, limit: int = 300) -> str:
 
 class Validator(Toolchain):
     def probe(self) -> Probe:
-        for pkg in ("behaviortreepy", "lxml"):
-            try:
-                importlib.metadata.version(pkg)
-            except importlib.metadata.PackageNotFoundError:
-                return Probe(self.dsl, self.card["toolchain"], "", False, f"PyPI package '{pkg}' is not installed")
+        versions, problem = installed_versions({"behaviortreepy": None, "lxml": None})
+        if problem:
+            return Probe(self.dsl, self.card["toolchain"], "", False, problem)
         check = subprocess.run([sys.executable, "-c", "import behaviortreepy, lxml.etree"], capture_output=True,
                                text=True, timeout=60)
         if check.returncode != 0:
             return Probe(self.dsl, self.card["toolchain"], "", False,
                          f"behaviortreepy does not import: {_first_line(check.stderr.splitlines()[-1] if check.stderr else '')}")
-        version = importlib.metadata.version("behaviortreepy")
+        version = versions["behaviortreepy"]
         return Probe(self.dsl, self.card["toolchain"],
                      f"BehaviorTree.CPP {_btcpp_version()} (PyPI behaviortreepy {version})", True,
                      dialect=self.card["dialect"])

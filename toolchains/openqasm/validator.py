@@ -18,8 +18,6 @@ The oracle spec (task.oracle):
                                             candidate are compared again with each
 """
 import hashlib
-import importlib.metadata
-import importlib.util
 import json
 import re
 import shutil
@@ -27,7 +25,7 @@ import sys
 import warnings
 from pathlib import Path
 
-from dslbench.toolchains import Probe, Toolchain
+from dslbench.toolchains import Probe, Toolchain, installed_versions
 
 RUNNER = Path(__file__).with_name("run_openqasm.py")
 MODES = ("unitary", "statevector", "counts")
@@ -67,15 +65,9 @@ def _registers(o: dict, key: str, problems: list) -> dict:
 
 class Validator(Toolchain):
     def probe(self) -> Probe:
-        versions = {}
-        for dist, module in PACKAGES.items():
-            try:
-                versions[dist] = importlib.metadata.version(dist)
-            except importlib.metadata.PackageNotFoundError:
-                return Probe(self.dsl, self.card["toolchain"], "", False, f"PyPI package '{dist}' is not installed")
-            if importlib.util.find_spec(module) is None:
-                return Probe(self.dsl, self.card["toolchain"], "", False, f"module '{module}' cannot be imported")
-        v = versions
+        v, problem = installed_versions(PACKAGES)
+        if problem:
+            return Probe(self.dsl, self.card["toolchain"], "", False, problem)
         version = (f"openqasm3 {v['openqasm3']} (ANTLR {v['antlr4-python3-runtime']}); Qiskit {v['qiskit']} + "
                    f"qiskit-qasm3-import {v['qiskit-qasm3-import']}; Qiskit Aer {v['qiskit-aer']}")
         return Probe(self.dsl, self.card["toolchain"], version, True, dialect=self.card["dialect"])

@@ -39,7 +39,6 @@ file of the user's repository for compilation; their behaviour oracle is the rep
 from __future__ import annotations
 
 import functools
-import importlib.metadata
 import json
 import re
 import shutil
@@ -48,7 +47,7 @@ import sys
 from pathlib import Path
 
 from dslbench import sandbox
-from dslbench.toolchains import Probe, Toolchain
+from dslbench.toolchains import Probe, Toolchain, installed_versions
 
 HERE = Path(__file__).resolve().parent
 COMPILER = HERE / "solc_compile.js"
@@ -160,12 +159,9 @@ class Validator(Toolchain):
         if modules is None:
             return Probe(self.dsl, name, "", False,
                          "solc-js is not installed: run `npm ci` in toolchains/solidity (install.sh does)")
-        versions = {}
-        for pkg in PY_PACKAGES:
-            try:
-                versions[pkg] = importlib.metadata.version(pkg)
-            except importlib.metadata.PackageNotFoundError:
-                return Probe(self.dsl, name, "", False, f"PyPI package '{pkg}' is not installed")
+        versions, problem = installed_versions(dict.fromkeys(PY_PACKAGES))
+        if problem:
+            return Probe(self.dsl, name, "", False, problem)
         solc = json.loads((modules / "solc" / "package.json").read_text())["version"]
         node_v = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=20).stdout.strip()
         judge = f"solc-js {solc} (node {node_v}{'' if _node_flags()[1] else ', without an address-space limit'})"

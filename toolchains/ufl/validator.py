@@ -2,15 +2,13 @@
 right arity; semantic = preprocessed form-signature equivalence with the gold, backed by a pointwise
 numeric check of the integrands (per integral type, subdomain id and quadrature rule)."""
 import ast
-import importlib.metadata
-import importlib.util
 import json
 import math
 import shutil
 import sys
 from pathlib import Path
 
-from dslbench.toolchains import Probe, Toolchain
+from dslbench.toolchains import Probe, Toolchain, installed_versions
 
 RUNNER = Path(__file__).with_name("run_ufl.py")
 GOLD_FILE = "_gold_forms.py"
@@ -43,14 +41,9 @@ def _fmt(v: float) -> str:
 
 class Validator(Toolchain):
     def probe(self) -> Probe:
-        versions = {}
-        for dist, module in (("fenics-ufl", "ufl"), ("fenics-basix", "basix")):
-            try:
-                versions[dist] = importlib.metadata.version(dist)
-            except importlib.metadata.PackageNotFoundError:
-                return Probe(self.dsl, self.card["toolchain"], "", False, f"PyPI package '{dist}' is not installed")
-            if importlib.util.find_spec(module) is None:
-                return Probe(self.dsl, self.card["toolchain"], "", False, f"module '{module}' cannot be imported")
+        versions, problem = installed_versions({"fenics-ufl": "ufl", "fenics-basix": "basix"})
+        if problem:
+            return Probe(self.dsl, self.card["toolchain"], "", False, problem)
         version = ", ".join(f"{d} {v}" for d, v in versions.items())
         return Probe(self.dsl, self.card["toolchain"], version, True, dialect=self.card["dialect"])
 

