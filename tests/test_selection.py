@@ -250,6 +250,10 @@ def test_notebook_runs_on_a_small_sample(tmp_path):
     assert (pd.read_csv(sel / "cluster_decisions.csv")["action"].isin(
         ["named", "merged", "unassigned", "override", "dropped"])).all()
     assert len(pd.read_csv(sel / "paper_comparison.csv")) == 18
+    # the screen-only sensitivity replays the same steps from every screened title
+    assert funnel.loc["relevant", "screen only"] == funnel.loc["keyword screened", "replay"]
+    assert funnel.loc["deduplicated", "replay"] <= funnel.loc["deduplicated", "screen only"]
+    assert (sel / "domains_screen_only.csv").exists()
 
 
 def test_choose_k_on_tiny_samples_never_fails():

@@ -513,3 +513,30 @@ def map_domains_to_dsls(candidates: dict, domains: list[str]) -> pd.DataFrame:
 def funnel_table(counts: dict) -> pd.DataFrame:
     table = pd.DataFrame([{"step": k, "paper": PAPER_FUNNEL.get(k), "replay": v} for k, v in counts.items()])
     return table.astype({"paper": object, "replay": object})  # counts stay integers beside the coverage %
+
+
+def replay_downstream(relevant: pd.DataFrame, decisions: pd.DataFrame, audit: dict, candidates: dict,
+                      k_values, fuzzy_threshold: float = 92.0, seed: int = 0, progress: bool = True) -> dict:
+    """Deduplication -> labels -> embeddings -> k-means -> audit -> DSL mapping for one relevant set.
+
+    The notebook walks these steps one by one for the LLM-assisted decision; this runs them in one go
+    so the same pipeline can be replayed from another relevance decision (a sensitivity check).
+    Returns the intermediate tables and the funnel counts from `relevant` on.
+    """
+    dedup = deduplicate(relevant, fuzzy_threshold=fuzzy_threshold)
+    kept = dedup[~dedup["duplicate"]].merge(decisions[["record_id", "language", "label", "answer"]], on="record_id")
+    texts = (kept["title"] + " | " + kept["label"]).tolist()
+    X = embed(texts, progress=progress)
+    k, _ = choose_k(X, k_values, seed=seed)
+    clusters = cluster(X, k, seed=seed)
+    terms = top_terms({c: [texts[i] for i in np.nonzero(clusters == c)[0]] for c in sorted(set(clusters))})
+    papers, cluster_decisions, domains = apply_audit(kept, clusters, terms, audit)
+    mapping = map_domains_to_dsls(candidates, list(domains["domain"]))
+    paper18 = {d for d, e in candidates["domains"].items() if e.get("paper_choice")}
+    counts = {"relevant": len(relevant), "deduplicated": len(kept),
+              "labels": int(kept["label"].replace("", np.nan).dropna().nunique()), "pre-audit clusters": int(k),
+              "final domains": int(len(domains)),
+              "coverage %": round(float(papers["domain"].notna().mean() * 100), 1) if len(papers) else 0.0,
+              "paper domains recovered": len(set(domains["domain"]) & paper18)}
+    return {"kept": kept, "clusters": clusters, "terms": terms, "papers": papers,
+            "cluster_decisions": cluster_decisions, "domains": domains, "mapping": mapping, "counts": counts}
