@@ -5,7 +5,9 @@
 # Containers often forbid user namespaces: the sandbox then degrades to rlimits + timeout and every
 # verdict records that (run with --privileged or --security-opt seccomp=unconfined for bubblewrap).
 FROM python:3.11-slim-bookworm
-ENV DEBIAN_FRONTEND=noninteractive DSLBENCH_VENV=system PIP_NO_CACHE_DIR=1
+# PyTorch's CPU index: the pinned torch without the multi-GB CUDA libraries of its PyPI wheel.
+ENV DEBIAN_FRONTEND=noninteractive DSLBENCH_VENV=system PIP_NO_CACHE_DIR=1 \
+    PIP_EXTRA_INDEX_URL=https://download.pytorch.org/whl/cpu
 WORKDIR /opt/dslbench
 COPY . .
 RUN ./install.sh && rm -rf /var/lib/apt/lists/*

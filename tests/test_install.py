@@ -30,6 +30,13 @@ def test_readme_ci_binder_and_docker_use_the_same_install_script():
     assert (ROOT / "binder" / "postBuild").read_text().splitlines()[1:].count("set -e") == 1
 
 
+def test_network_builds_take_the_cpu_torch_wheel():
+    """Binder and Docker resolve torch from the network: both must see PyTorch's CPU index."""
+    assert any(r.startswith("torch==") for r in manifest.pip_requirements())
+    assert f"--extra-index-url {manifest.TORCH_CPU_INDEX}" in (ROOT / "binder" / "environment.yml").read_text()
+    assert f"PIP_EXTRA_INDEX_URL={manifest.TORCH_CPU_INDEX}" in (ROOT / "Dockerfile").read_text()
+
+
 def test_install_script_is_valid_bash_and_idempotent_fast_path():
     subprocess.run(["bash", "-n", str(ROOT / "install.sh")], check=True)
     if sys.prefix == str(ROOT / ".venv"):
