@@ -7,7 +7,6 @@ import pytest
 import yaml
 
 from dslbench import pipeline, toolchains, upstream
-from dslbench.paths import repo_root
 from dslbench.prompting import build_messages
 from dslbench.tasks import TaskError, load_task_file, load_tasks
 

@@ -6,7 +6,6 @@ output on hand-written samples (tests/fixtures/lean/outputs, labelled as such), 
 check, and the miniF2F / PutnamBench loaders. When a real `lean` is on PATH the generic
 tests/test_validators.py self-check judges every gold and mutant with it.
 """
-import os
 import stat
 from pathlib import Path
 

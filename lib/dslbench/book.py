@@ -20,7 +20,6 @@ import sys
 from pathlib import Path
 
 import pandas as pd
-import yaml
 
 from . import toolchains
 from .paths import repo_root
@@ -69,7 +68,7 @@ def dsl_card_md(dsl: str, tasks: list, matrix_row: dict) -> str:
     avail = ("available" if matrix_row.get("available") else f"**unavailable**: {matrix_row.get('reason', '')}")
     return "\n".join([
         f"# {card.get('language', dsl)}", "",
-        f"| | |\n|---|---|",
+        "| | |\n|---|---|",
         f"| Domain | {card.get('domain', '')} |",
         f"| Toolchain | {card.get('toolchain', '')} |",
         f"| Version on the build machine | {matrix_row.get('version') or '—'} |",

@@ -20,7 +20,7 @@ import pandas as pd
 import yaml
 
 from .paths import repo_root
-from .pipeline import final_verdicts, pass_rates, run_generation, run_validation, with_rounds
+from .pipeline import final_verdicts, pass_rates, run_generation, run_validation, with_rounds  # noqa: F401 (final_verdicts: for the notebook)
 from .prompting import build_messages
 from .store import KEY_FIELDS, RunStore, record_key
 

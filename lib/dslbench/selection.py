@@ -18,7 +18,6 @@ import csv
 import json
 import re
 import unicodedata
-from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 

@@ -13,6 +13,8 @@ import abc
 import functools
 import importlib.metadata
 import importlib.util
+import json
+import shutil
 import sys
 from dataclasses import dataclass, asdict
 from pathlib import Path
@@ -124,6 +126,25 @@ class Toolchain(abc.ABC):
     def run(self, cmd: list[str], work: Path, env: dict | None = None, stdin: str | None = None,
             **limit_overrides) -> sandbox.RunResult:
         return sandbox.run(cmd, work, self.limits(**limit_overrides), env=env, stdin=stdin)
+
+    def run_runner(self, scripts: list[Path], args: list[str], work: Path, report: str = "report.json",
+                   env: dict | None = None, **limit_overrides) -> tuple[sandbox.RunResult, dict | None]:
+        """Run one of our Python runner scripts in the sandbox: (result, its JSON report or None).
+
+        `scripts` are copied into `work` and the first one is run. The report counts only when the
+        runner exited 0 and the file is whole JSON (a resource limit can cut it off mid-write).
+        """
+        for script in scripts:
+            shutil.copy(script, work / Path(script).name)
+        (work / report).unlink(missing_ok=True)
+        result = self.run([Path(sys.executable).name, Path(scripts[0]).name, *args], work, env=env, **limit_overrides)
+        path = work / report
+        if result.returncode != 0 or not path.exists():
+            return result, None
+        try:
+            return result, json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError:
+            return result, None
 
     @staticmethod
     def verdict(status: str, diagnostics: str, result: sandbox.RunResult | None = None,

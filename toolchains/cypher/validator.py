@@ -17,7 +17,6 @@ import math
 import os
 import re
 import shutil
-import sys
 import time
 from collections import Counter
 from pathlib import Path
@@ -328,9 +327,7 @@ class Validator(Toolchain):
         work = _workdir()
         try:
             _write_job(work, binaries, {}, "version", [])
-            result = self.run([Path(sys.executable).name, "run_cypher.py", "job.json", "report.json"], work,
-                              timeout_s=30)
-            report = _read_report(work, result)
+            result, report = self.run_runner([RUNNER], ["job.json", "report.json"], work, timeout_s=30)
         finally:
             shutil.rmtree(work, ignore_errors=True)
         if report is None or "version" not in report:
@@ -432,8 +429,7 @@ class Validator(Toolchain):
             (work / "graph.cypher").write_text("RETURN 1", encoding="utf-8")
             graphs[task.oracle["graph"]] = "graph.cypher"
         _write_job(work, binaries, graphs, mode, items)
-        result = self.run([Path(sys.executable).name, "run_cypher.py", "job.json", "report.json"], work)
-        return result, _read_report(work, result)
+        return self.run_runner([RUNNER], ["job.json", "report.json"], work)
 
     # ---- syntax
     def syntax(self, program, task, work):
@@ -637,20 +633,9 @@ def _workdir() -> Path:
 
 
 def _write_job(work: Path, binaries, graphs: dict, mode: str, items: list) -> None:
-    shutil.copy(RUNNER, work / "run_cypher.py")
     server, module = binaries
     job = {"server": str(server), "module": str(module), "graphs": graphs, "mode": mode, "items": items}
     (work / "job.json").write_text(json.dumps(job), encoding="utf-8")
-
-
-def _read_report(work: Path, result):
-    path = work / "report.json"
-    if result.returncode != 0 or not path.exists():
-        return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError:
-        return None
 
 
 # --- CypherBench import ------------------------------------------------------------------------------

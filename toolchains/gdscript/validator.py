@@ -32,7 +32,6 @@ import os
 import re
 import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 
 from dslbench import sandbox

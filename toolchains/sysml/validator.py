@@ -250,7 +250,7 @@ def dependency_diagnostics(m: Model) -> list[str]:
                 hint = ""
                 base = t["name"].split("::")[-1]
                 if base in m.lib_all:
-                    hint = f" (a standard library name: import its package, e.g. `private import ScalarValues::*;` or `ISQ::*`)"
+                    hint = " (a standard library name: import its package, e.g. `private import ScalarValues::*;` or `ISQ::*`)"
                 out.append(f"line {e['line']}: {_label(e)} typed by undefined definition '{t['name']}'{hint}")
             elif isinstance(target, dict):
                 allowed = TYPING.get(e["kind"])
@@ -567,15 +567,11 @@ class Validator(Toolchain):
 
     # --- the two levels ---------------------------------------------------------------------
     def _parse(self, work: Path):
-        shutil.copy(RUNNER, work / "run_sysml.py")
         caches = sorted(CACHE_DIR.glob("dfa-*.pkl"))
-        args = [Path(sys.executable).name, "run_sysml.py", self.file_name, "report.json"]
+        args = [self.file_name, "report.json"]
         if caches:
             args += [str(caches[-1]), _sysmlpy_version()]
-        result = self.run(args, work)
-        path = work / "report.json"
-        report = json.loads(path.read_text()) if path.exists() and result.returncode == 0 else None
-        return result, report
+        return self.run_runner([RUNNER], args, work)
 
     def _external(self, work: Path):
         exe, _ = self._preferred()

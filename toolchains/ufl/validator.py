@@ -4,8 +4,6 @@ numeric check of the integrands (per integral type, subdomain id and quadrature 
 import ast
 import json
 import math
-import shutil
-import sys
 from pathlib import Path
 
 from dslbench.toolchains import Probe, Toolchain, installed_versions
@@ -95,17 +93,12 @@ class Validator(Toolchain):
 
     # --- running ----------------------------------------------------------------------------------
     def _run(self, work: Path, programs: list[tuple[str, str]], task, against: str | None):
-        shutil.copy(RUNNER, work / "run_ufl.py")
         modules = sorted(n[:-3] for n in task.context if n.endswith(".py"))
         spec = {"programs": [list(p) for p in programs], "forms": task.oracle["forms"],
                 "symbols": task.oracle.get("symbols", []), "modules": modules,
                 "numeric_against": against, "remove_after_run": ["gold"] if against else []}
         (work / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
-        (work / "report.json").unlink(missing_ok=True)
-        result = self.run([Path(sys.executable).name, "run_ufl.py", "spec.json", "report.json"], work, env=ENV)
-        path = work / "report.json"
-        report = json.loads(path.read_text()) if path.exists() and result.returncode == 0 else None
-        return result, report
+        return self.run_runner([RUNNER], ["spec.json", "report.json"], work, env=ENV)
 
     def _runner_failure(self, result):
         if result.timed_out:

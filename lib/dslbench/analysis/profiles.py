@@ -79,7 +79,6 @@ def profile(verdicts: pd.DataFrame, task_meta: pd.DataFrame, hc: pd.Series | Non
         h = hc.dropna()
         toolchain_dsls = set(h[h >= h.median()].index) & set(arrays)
     rng = np.random.default_rng(seed)
-    M = len(models)
     point = {ax: [] for ax in AXES}
     boots = {ax: [] for ax in AXES}
     for dsl, (tids, syn, sem, mask) in arrays.items():
