@@ -21,7 +21,7 @@ from pathlib import Path
 
 import yaml
 
-from .paths import repo_root
+from .paths import cache_dir, repo_root
 
 # litellm downloads its model cost map (and a few other catalogs) at import time unless told to
 # use the copies bundled in the wheel. This must run before the first `import litellm` in the
@@ -207,8 +207,7 @@ class GenerationCache:
 
 
 def default_cache_dir() -> Path:
-    env = os.environ.get("DSLBENCH_CACHE")
-    return Path(env) if env else repo_root() / ".cache" / "generations"
+    return cache_dir("generations", "DSLBENCH_CACHE")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -24,3 +24,9 @@ def runs_dir() -> Path:
 
 def notebooks_dir() -> Path:
     return repo_root() / "notebooks"
+
+
+def cache_dir(kind: str, env_var: str) -> Path:
+    """A cache folder under .cache/<kind>, or wherever the environment variable env_var points."""
+    env = os.environ.get(env_var)
+    return Path(env) if env else repo_root() / ".cache" / kind

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .paths import repo_root
+from .paths import cache_dir, repo_root
 
 NGRAM = 12
 LEAK_THRESHOLD = 0.25
@@ -270,8 +270,7 @@ SOURCES = {"ufl": _ufl, "behaviortree": _behaviortree, "terraform": _terraform, 
 
 
 def cache_root() -> Path:
-    env = os.environ.get("DSLBENCH_RAG_CACHE")
-    return Path(env) if env else repo_root() / ".cache" / "rag"
+    return cache_dir("rag", "DSLBENCH_RAG_CACHE")
 
 
 @dataclass
