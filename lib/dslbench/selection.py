@@ -518,15 +518,15 @@ def replay_downstream(relevant: pd.DataFrame, decisions: pd.DataFrame, audit: di
                       k_values, fuzzy_threshold: float = 92.0, seed: int = 0, progress: bool = True) -> dict:
     """Deduplication -> labels -> embeddings -> k-means -> audit -> DSL mapping for one relevant set.
 
-    The notebook walks these steps one by one for the LLM-assisted decision; this runs them in one go
-    so the same pipeline can be replayed from another relevance decision (a sensitivity check).
-    Returns the intermediate tables and the funnel counts from `relevant` on.
+    Stage 01 runs it for the LLM-assisted relevance decision and again for the screen-only
+    sensitivity check, so both columns of the funnel come from the same code.
+    Returns every intermediate table (for display) and the funnel counts from `relevant` on.
     """
     dedup = deduplicate(relevant, fuzzy_threshold=fuzzy_threshold)
     kept = dedup[~dedup["duplicate"]].merge(decisions[["record_id", "language", "label", "answer"]], on="record_id")
     texts = (kept["title"] + " | " + kept["label"]).tolist()
     X = embed(texts, progress=progress)
-    k, _ = choose_k(X, k_values, seed=seed)
+    k, ktable = choose_k(X, k_values, seed=seed)
     clusters = cluster(X, k, seed=seed)
     terms = top_terms({c: [texts[i] for i in np.nonzero(clusters == c)[0]] for c in sorted(set(clusters))})
     papers, cluster_decisions, domains = apply_audit(kept, clusters, terms, audit)
@@ -537,5 +537,6 @@ def replay_downstream(relevant: pd.DataFrame, decisions: pd.DataFrame, audit: di
               "final domains": int(len(domains)),
               "coverage %": round(float(papers["domain"].notna().mean() * 100), 1) if len(papers) else 0.0,
               "paper domains recovered": len(set(domains["domain"]) & paper18)}
-    return {"kept": kept, "clusters": clusters, "terms": terms, "papers": papers,
+    return {"dedup": dedup, "kept": kept, "texts": texts, "X": X, "k": int(k), "ktable": ktable,
+            "clusters": clusters, "terms": terms, "papers": papers,
             "cluster_decisions": cluster_decisions, "domains": domains, "mapping": mapping, "counts": counts}
