@@ -204,6 +204,29 @@ def test_gains_are_method_minus_matched_baseline():
     assert int(p["treated"].sum()) == 2 and int(p["baseline"].sum()) == 0
 
 
+def test_task_times_sum_a_chain_and_skip_copied_round0():
+    # Two refinement chains: t1 stopped after round 1, t2 ran two rounds; round 0 is the copied baseline
+    # (its model time belongs to the baseline, not to the method).
+    key = {"dsl": "ufl", "model": "m1", "method": "baseline-refinement", "sample": 0}
+    def v(task, rnd, syn, sem):
+        return {**key, "task_id": task, "round": rnd, "syntax_duration_s": syn, "semantic_duration_s": sem}
+    def g(task, rnd, model_s, copied=None):
+        return {**key, "task_id": task, "round": rnd, "generation_duration_s": model_s, "copied_from": copied}
+    verdicts = pd.DataFrame([v("t1", 0, 1.0, 1.0), v("t1", 1, 1.0, 2.0), v("t2", 0, 1.0, 1.0),
+                             v("t2", 1, 0.5, 0.5), v("t2", 2, 0.5, 0.5)])
+    gens = pd.DataFrame([g("t1", 0, 50.0, "baseline"), g("t1", 1, 10.0), g("t2", 0, 50.0, "baseline"),
+                         g("t2", 1, 20.0), g("t2", 2, 100.0)])
+    t = I.task_times(verdicts, gens).set_index("method").loc["baseline-refinement"]
+    # t1: 10 + 3 = 13 s over 1 round; t2: 120 + 2 = 122 s over 2 rounds
+    assert t["chains"] == 2 and t["rounds_mean"] == 1.5
+    assert (t["model_s"], t["validation_s"], t["total_s"]) == (65.0, 2.5, 67.5)
+    assert t["total_s_median"] == 67.5
+    verdicts3 = pd.concat([verdicts, pd.DataFrame([v("t3", 1, 0.0, 0.0)])])
+    gens3 = pd.concat([gens, pd.DataFrame([g("t3", 1, 1000.0)])])
+    t3 = I.task_times(verdicts3, gens3).set_index("method").loc["baseline-refinement"]
+    assert t3["total_s_median"] == 122.0 and t3["total_s"] > 370   # one slow chain moves the mean only
+
+
 # --- retrieval quality -----------------------------------------------------------------------------
 
 def test_retrieval_quality_on_labelled_queries():

@@ -312,9 +312,13 @@ def size_correlation(g: pd.DataFrame, registry: dict, level: str = "semantic") -
 
 
 def task_times(verdicts: pd.DataFrame, generations: pd.DataFrame) -> pd.DataFrame:
-    """Measured seconds per task chain and method: model time (uncached calls) + validation time, all rounds."""
+    """Measured seconds per task chain and method: model time (uncached calls) + validation time, all rounds.
+
+    Means, plus the median total: one chain slowed by a paused or shared machine moves the mean, not the median.
+    """
     if verdicts.empty or generations.empty:
-        return pd.DataFrame(columns=["method", "chains", "rounds_mean", "model_s", "validation_s", "total_s"])
+        return pd.DataFrame(columns=["method", "chains", "rounds_mean", "model_s", "validation_s", "total_s",
+                                     "total_s_median"])
     v = with_rounds(verdicts)
     gen = with_rounds(generations)
     if "copied_from" in gen:
@@ -328,4 +332,5 @@ def task_times(verdicts: pd.DataFrame, generations: pd.DataFrame) -> pd.DataFram
     chains["total_s"] = chains["model_s"] + chains["validation_s"]
     return (chains.groupby("method").agg(chains=("task_id", "size"), rounds_mean=("rounds", "mean"),
                                          model_s=("model_s", "mean"), validation_s=("validation_s", "mean"),
-                                         total_s=("total_s", "mean")).reset_index())
+                                         total_s=("total_s", "mean"), total_s_median=("total_s", "median"))
+              .reset_index())
