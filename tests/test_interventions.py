@@ -81,6 +81,20 @@ def test_corpora_are_deterministic_and_licensed():
     assert {"behaviortreepy", "notes"} <= {c.source for c in a.chunks}
 
 
+
+# Each deep-study corpus must hold documentation shipped with a pinned package, not only our notes:
+# a source that silently disappears (its package missing from the install) would leave a notes-only corpus.
+SHIPPED_SOURCES = {"sysml": "sysml-library", "veriloga": "accellera-vams", "ufl": "fenics-ufl",
+                   "behaviortree": "behaviortreepy", "terraform": "aws-provider-schema"}
+
+
+@pytest.mark.parametrize("dsl", sorted(SHIPPED_SOURCES))
+def test_each_deep_corpus_holds_shipped_documentation(dsl):
+    if dsl not in toolchains.discover():
+        pytest.skip(f"{dsl}: no toolchain here")
+    sources = R.build_corpus(dsl).sources()
+    assert SHIPPED_SOURCES[dsl] in set(sources["source"]), sources.to_string()
+
 # --- refinement loop (scripted fake model: THIS test only) ----------------------------------------
 
 def test_refinement_stops_at_first_full_pass_or_after_k_rounds(tmp_path, monkeypatch):
