@@ -51,6 +51,24 @@ def test_absolute_input_refused_in_sandbox(available, tasks):
     assert out["syntax"]["status"] == "fail" and "not found" in out["syntax"]["diagnostics"]
 
 
+def test_parent_directory_input_refused_even_when_the_path_exists(available, tc, tasks, tmp_path):
+    # sub/../abstract.tex resolves to a real file; only openin_any=p ("no .. components") stops it,
+    # so this fails for the policy, not for a missing file. The control compiles the same way.
+    t = tasks["latex-021"]
+    verdicts = {}
+    for name, ref in (("refused", "sub/../abstract"), ("control", "abstract")):
+        work = tmp_path / name
+        (work / "sub").mkdir(parents=True)
+        work.chmod(0o777)
+        for fname, content in t.context.items():
+            (work / fname).write_text(content)
+        prog = t.gold.replace(r"\input{abstract}", "\\input{" + ref + "}")
+        (work / tc.file_name).write_text(prog)
+        verdicts[name] = tc.syntax(prog, t, work)
+    assert verdicts["control"].status == "pass"
+    assert verdicts["refused"].status == "fail" and "sub/../abstract.tex' not found" in verdicts["refused"].diagnostics
+
+
 def test_shell_escape_is_off(available, tc, tasks, tmp_path):
     t = tasks["latex-012"]
     prog = t.gold.replace(r"\begin{document}", "\\begin{document}\n\\immediate\\write18{touch pwned}")
