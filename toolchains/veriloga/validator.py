@@ -161,6 +161,10 @@ class Validator(Toolchain):
         return {"PATH": f"{vb.BIN_DIR}:{Path(sys.executable).parent}:/usr/local/bin:/usr/bin:/bin"}
 
     def syntax(self, program, task, work):
+        # openvaf-r never returns on a file that ends inside a // comment with no newline (measured:
+        # "module m; endmodule\n// end" runs into the timeout); a final newline changes no program.
+        if not program.endswith("\n"):
+            (work / self.file_name).write_text(program + "\n", encoding="utf-8")
         result = self.run(["openvaf-r", self.file_name, "-o", "syntax.osdi"], work, env=self._env())
         # Deterministic logs: no colour codes, no build time ("Finished building design.va in 0.16s").
         clean = lambda t: PATHS.sub("", TIMING.sub(r"\1", ANSI.sub("", t)))
