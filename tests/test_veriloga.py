@@ -56,8 +56,7 @@ def test_gold_passes_and_equivalent_rewrite_passes():
 def test_trailing_comment_without_newline_is_judged_not_timed_out():
     # Truncated model outputs often stop inside a // comment; openvaf-r alone hangs on such a file.
     out = pipeline.evaluate("veriloga", TASK, resistor() + "// end of res_t")
-    assert out["syntax"]["status"] == "pass" and out["semantic"]["status"] == "pass", out
-    assert out["syntax"]["duration_s"] < 10
+    assert out["syntax"]["status"] == "pass" and out["semantic"]["status"] == "pass", out  # a hang is "timed out"
 
 
 def test_syntax_reports_first_error_with_location():
