@@ -95,4 +95,4 @@ def test_pipeline_command_executes_the_stage_notebooks(tmp_path):
         errors = [o for c in nb["cells"] for o in c.get("outputs", []) if o.get("output_type") == "error"]
         assert not errors
     assert (run / "tables" / "verdicts.parquet").exists()
-    assert "semantic_pass_pct" in r.stdout
+    assert "semantic_pct" in r.stdout and "syntax_pct" in r.stdout

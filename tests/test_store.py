@@ -105,3 +105,42 @@ def test_verdict_records_carry_provenance(tmp_path):
                 "semantic_log", "revision", "started", "finished", "sandbox", "dialect"):
         assert row[col], col
     assert row["syntax_command"] in row["syntax_log"]
+
+
+def test_a_retryable_record_is_replaced_by_a_later_one(tmp_path):
+    store = RunStore(tmp_path)
+    store.append("generations", rec(1, generation_status="error", x=1))   # a failed model call
+    store.append("generations", rec(2, generation_status="ok", x=2))
+    assert store.keys("generations", retry=True) == {record_key(rec(2))}
+    store.append("generations", rec(1, generation_status="ok", x=3))      # the retry
+    store.append("generations", rec(2, generation_status="ok", x=4))      # a real duplicate: ignored
+    assert [r["x"] for r in store.records("generations")] == [3, 2]
+    store.append("verdicts", rec(1, syntax={"status": "error", "reason": "provider_error"}, x=1))
+    store.append("verdicts", rec(1, syntax={"status": "pass", "reason": "ok"}, x=2))
+    assert [r["x"] for r in store.records("verdicts")] == [2]
+
+
+def test_a_run_of_an_older_schema_is_refused_before_anything_is_written(tmp_path):
+    from conftest import run_cli
+    run = tmp_path / "old"
+    run.mkdir()
+    old = {**rec(1), "syntax": {"status": "pass"}, "semantic": {"status": "fail"}}   # schema 1: no reasons
+    (run / "verdicts.jsonl").write_text(json.dumps(old) + "\n")
+    (run / "generations.jsonl").write_text(json.dumps({**rec(1), "generation_status": "ok", "program": "."}) + "\n")
+    before = {p.name: p.read_bytes() for p in run.iterdir()}
+    r = run_cli("validate", "--run", str(run), timeout=300)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "verdicts.jsonl:1: field 'schema'" in r.stderr and "dslbench migrate" in r.stderr
+    assert {p.name: p.read_bytes() for p in run.iterdir()} == before      # run.json not even created
+    r = run_cli("migrate", "--run", str(run), timeout=300)
+    assert r.returncode == 0 and (run / "verdicts.schema1.jsonl").read_bytes() == before["verdicts.jsonl"]
+    assert RunStore(run).records("generations")[0]["task_id"] == "t1"     # generations of schema 1 read as they are
+    future = tmp_path / "future"
+    future.mkdir()
+    (future / "verdicts.jsonl").write_text(json.dumps({**rec(1), "schema": 99}) + "\n")
+    try:
+        RunStore(future)
+    except ValueError as e:
+        assert "schema 99" in str(e)
+    else:
+        raise AssertionError("a future schema must be refused")

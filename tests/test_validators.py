@@ -3,7 +3,7 @@ fail the level they target. Parametrized over the discovered DSLs, so a new DSL 
 its folder. A DSL whose toolchain cannot be installed here is skipped with the probe's reason."""
 import pytest
 
-from dslbench import pipeline, toolchains
+from dslbench import pipeline, toolchains, verdicts
 from dslbench.tasks import load_tasks
 
 DSLS = sorted(load_tasks())
@@ -24,9 +24,15 @@ def test_gold_passes_and_mutants_fail_their_level(dsl):
         # its misses on known-bad programs are measured in the DSL's own tests.
         df = df[df["program"] == "gold"]
     wrong = df[df["ok"] != True]  # noqa: E712
-    assert wrong.empty, wrong[["task_id", "program", "index", "syntax", "semantic", "syntax_diagnostics",
-                               "semantic_diagnostics"]].to_string()
+    assert wrong.empty, wrong[["task_id", "program", "index", "syntax", "semantic", "syntax_reason", "semantic_reason",
+                               "syntax_diagnostics", "semantic_diagnostics"]].to_string()
     assert (df["program"] == "gold").sum() == len(load_tasks([dsl])[dsl])
+    # every mutant is killed for the right cause: syntax ones by the parser / compiler, semantic ones by the oracle
+    tc = toolchains.get(dsl)
+    syn, sem = df[df["program"] == "syntax"], df[df["program"] == "semantic"]
+    assert set(syn["syntax_reason"]) <= set(verdicts.SYNTAX_REASONS) and set(syn["semantic_reason"]) == {"syntax_failed"}
+    assert set(sem["syntax_reason"]) == {"ok"} and set(sem["semantic_reason"]) <= set(verdicts.ORACLE_REASONS)
+    assert tc.SYNTAX_FAIL in verdicts.SYNTAX_REASONS and tc.SEMANTIC_FAIL in verdicts.ORACLE_REASONS
 
 
 @pytest.mark.parametrize("dsl", DSLS)
@@ -79,13 +85,14 @@ def test_empty_program_fails_syntax_without_running_toolchain():
     task = load_tasks(["jq"])["jq"][0]
     out = pipeline.evaluate("jq", task, "   \n")
     assert out["syntax"]["status"] == "fail" and "no program" in out["syntax"]["diagnostics"]
+    assert out["syntax"]["reason"] == "no_program" and out["semantic"]["reason"] == "syntax_failed"
 
 
 def test_hostile_programs_are_contained():
     """Non-terminating or huge programs fail (timeout/limits) instead of hanging the run."""
     jq_task = load_tasks(["jq"])["jq"][0]
     out = pipeline.evaluate("jq", jq_task, "repeat(1)")
-    assert out["semantic"]["status"] == "fail"
+    assert out["semantic"]["status"] == "fail" and out["semantic"]["reason"] in ("timeout", "resource_limit")
     v_task = next(t for t in load_tasks(["verilog"])["verilog"] if "clock" not in t.oracle)
     top = v_task.oracle["top"]
     ports = ", ".join([*(f"input [{w - 1}:0] {n}" for n, w in v_task.oracle["inputs"].items()),
@@ -94,4 +101,4 @@ def test_hostile_programs_are_contained():
     spin = f"module {top}({ports});\n  reg [1:0] k;\n  initial begin k = 0; while (k < 3'd4) k = k + 1; end\nendmodule\n"
     out = pipeline.evaluate("verilog", v_task, spin)
     assert out["syntax"]["status"] == "pass" and out["semantic"]["status"] == "fail"
-    assert "timed out" in out["semantic"]["diagnostics"]
+    assert "timed out" in out["semantic"]["diagnostics"] and out["semantic"]["reason"] == "timeout"

@@ -21,9 +21,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from . import toolchains
+from . import metrics, toolchains, verdicts
+from .metrics import final_verdicts, with_rounds
 from .paths import repo_root
-from .pipeline import doctor, final_verdicts, pass_rates, with_rounds
+from .pipeline import doctor
 from .store import RunStore
 from .tasks import load_tasks
 
@@ -85,36 +86,58 @@ def dsl_card_md(dsl: str, tasks: list, matrix_row: dict) -> str:
 
 
 def results_md(table: pd.DataFrame, run_name: str) -> str:
-    lines = ["# Results", "", f"Run `{run_name}`. Pass rates are over evaluated tasks: verdicts marked "
-             "`unavailable` (toolchain missing on the machine that validated) or `error` (a model call or "
-             "validator failure) are excluded and counted. Click a cell to list its tasks; click a task "
-             "to see its prompt, output, program, commands, logs and both verdicts.", ""]
+    lines = ["# Results", "", f"Run `{run_name}`. Every level of every verdict has a status and a reason code "
+             "(one taxonomy for all DSLs, listed below). Pass rates are over *evaluated* records, those judged "
+             "`pass` or `fail` at both levels; records marked `unavailable` (no judge on the machine that "
+             "validated) or `error` (a failed model call, a validator or sandbox failure) are excluded from both "
+             "rates and counted by reason. A `fail` is always the program's fault, including a timeout, an "
+             "exhausted resource limit or a crash. Click a cell to list its tasks; click a task to see its "
+             "prompt, output, program, commands, logs and both verdicts.", ""]
     if table.empty:
         return "\n".join(lines + ["No verdicts in this run yet."])
-    rates = pass_rates(table)
-    head = "<table class='dsl-results'><thead><tr><th>DSL</th><th>model</th><th>method</th><th>tasks</th>" \
-           "<th>evaluated</th><th>unavailable</th><th>errors</th><th>syntax %</th><th>semantic %</th></tr></thead><tbody>"
+    rates = metrics.rates(table)
+    head = "<table class='dsl-results'><thead><tr><th>DSL</th><th>model</th><th>method</th><th>records</th>" \
+           "<th>evaluated</th><th>unavailable</th><th>errors</th><th>syntax %</th><th>semantic %</th>" \
+           "<th>judge</th></tr></thead><tbody>"
     rows = []
     for _, r in rates.iterrows():
         link = "../" + slice_index_path(r["dsl"], r["model"], r["method"])
         fmt = (lambda v: "—" if pd.isna(v) else f"{v:.1f}")
+        judge = html.escape(str(r["judge"] or "—")) + ("" if r["judge_exact"] else " <b>(inexact stand-in)</b>")
         rows.append(f"<tr><td><a href='{link}'>{html.escape(r['dsl'])}</a></td><td>{html.escape(str(r['model']))}</td>"
-                    f"<td>{html.escape(str(r['method']))}</td><td>{r['tasks']}</td><td>{r['evaluated']}</td>"
+                    f"<td>{html.escape(str(r['method']))}</td><td>{r['records']}</td><td>{r['evaluated']}</td>"
                     f"<td>{r['unavailable']}</td><td>{r['errors']}</td>"
-                    f"<td><a href='{link}'>{fmt(r['syntax_pass_pct'])}</a></td>"
-                    f"<td><a href='{link}'>{fmt(r['semantic_pass_pct'])}</a></td></tr>")
+                    f"<td><a href='{link}'>{fmt(r['syntax_pct'])}</a></td>"
+                    f"<td><a href='{link}'>{fmt(r['semantic_pct'])}</a></td><td>{judge}</td></tr>")
     lines += ["```{raw} html", head + "".join(rows) + "</tbody></table>", "```", "",
               "[All task logs](../tasks/index.html)", ""]
-    macro = rates.dropna(subset=["syntax_pass_pct"])
+    macro = rates[rates["evaluated"] > 0]
     if not macro.empty:
         lines += ["The headline aggregate is the macro mean over DSL-model cells $c$ with at least one evaluated task,",
                   "", "$$\\bar p = \\frac{1}{|C|} \\sum_{c \\in C} \\frac{\\text{passes}_c}{\\text{evaluated}_c},$$", "",
                   "so that DSLs with many tasks do not dominate.", "",
-                  f"Macro mean over {len(macro)} DSL-model cells: syntax {macro['syntax_pass_pct'].mean():.2f} %, "
-                  f"semantic {macro['semantic_pass_pct'].mean():.2f} %, gap "
-                  f"{macro['syntax_pass_pct'].mean() - macro['semantic_pass_pct'].mean():.2f} pp "
+                  f"Macro mean over {len(macro)} DSL-model cells: syntax {macro['syntax_pct'].mean():.2f} %, "
+                  f"semantic {macro['semantic_pct'].mean():.2f} %, gap {macro['gap_pp'].mean():.2f} pp "
                   "(the paper: 31.37 %, 11.64 %, 19.74 pp over 126 cells of 18 DSLs x 7 models).", ""]
+    lines += judged_md(table)
     return "\n".join(lines)
+
+
+def judged_md(table: pd.DataFrame) -> list[str]:
+    """Per DSL: how many records were judged, what was excluded and why; then the reason taxonomy."""
+    health = metrics.judging_health(table)
+    ex = metrics.exclusions(table, by=("dsl",))
+    lines = ["## Judged and excluded records per DSL", "",
+             f"A run stops when fewer than {100 * metrics.DEFAULT_MIN_JUDGED:.0f} % of a DSL's records can be judged "
+             "(a DSL whose toolchain is missing on the machine is reported here, not counted against the run).", "",
+             "| DSL | records | evaluated | excluded, by reason |", "|---|---|---|---|"]
+    for r in health.itertuples():
+        why = ex[ex["dsl"] == r.dsl]
+        text = ", ".join(f"{w.status} / {w.reason}: {w.records}" for w in why.itertuples()) or "none"
+        lines.append(f"| {r.dsl} | {r.records} | {r.evaluated} | {text} |")
+    lines += ["", "## Reason codes", "", "| reason | status | meaning |", "|---|---|---|"]
+    lines += [f"| `{code}` | {status} | {meaning} |" for code, (status, meaning) in verdicts.REASONS.items()]
+    return lines + [""]
 
 
 def batch_md(batch_dirs: list[Path]) -> str:
@@ -188,8 +211,12 @@ def task_page(r: dict, task, root: str) -> str:
                                             f"{r['sample']} / {r.get('round', 0)}"),
         ("toolchain", f"{html.escape(str(r['toolchain']))} — {html.escape(str(r['toolchain_version']))}"),
         ("dialect", html.escape(str(r.get("dialect") or ""))),
-        ("syntax", f"{_verdict_cell(r['syntax_status'])} {html.escape(str(r['syntax_diagnostics'] or ''))}"),
-        ("semantic", f"{_verdict_cell(r['semantic_status'])} {html.escape(str(r['semantic_diagnostics'] or ''))}"),
+        ("syntax", f"{_verdict_cell(r['syntax_status'])} <code>{html.escape(str(r.get('syntax_reason') or ''))}</code> "
+                   f"{html.escape(str(r['syntax_diagnostics'] or ''))}"),
+        ("semantic", f"{_verdict_cell(r['semantic_status'])} <code>{html.escape(str(r.get('semantic_reason') or ''))}</code> "
+                     f"{html.escape(str(r['semantic_diagnostics'] or ''))}"),
+        ("judge", f"{html.escape(str(r.get('validator') or ''))}"
+                  f"{'' if r.get('judge_exact') in (None, True) else ' (inexact stand-in judge)'}"),
         ("sandbox", html.escape(str(r.get("sandbox") or ""))),
         ("extraction rule / prompt version", f"{html.escape(str(r['extraction_rule']))} / {html.escape(str(r['prompt_version']))}"),
         ("code revision", html.escape(str(r.get("revision") or ""))),

@@ -29,31 +29,75 @@ def cmd_doctor(args) -> int:
     return 0
 
 
+def _check_options(args) -> None:
+    """Refuse bad options before a run folder is touched."""
+    from .errors import UserError
+    from .executors import check_executor
+    check_executor(args.executor)
+    if getattr(args, "workers", None) is not None and args.workers < 1:
+        raise UserError(f"option --workers: must be at least 1, got {args.workers}")
+    if getattr(args, "limit", None) is not None and args.limit < 1:
+        raise UserError(f"option --limit: must be at least 1 (omit it for all tasks), got {args.limit}")
+    if getattr(args, "timeout", None) is not None and args.timeout <= 0:
+        raise UserError(f"option --timeout: must be a positive number of seconds, got {args.timeout}")
+    if getattr(args, "min_judged", None) is not None and not 0 <= args.min_judged <= 1:
+        raise UserError(f"option --min-judged: must be a fraction between 0 and 1, got {args.min_judged}")
+
+
 def cmd_generate(args) -> int:
+    from .errors import UserError
     from .pipeline import run_generation
-    params = json.loads(args.params) if args.params else None
+    _check_options(args)
+    try:
+        params = json.loads(args.params) if args.params else None
+    except json.JSONDecodeError as e:
+        raise UserError(f"option --params: not JSON ({e.msg} at column {e.colno})") from None
     summary = run_generation(args.run, args.dsl, args.model, args.limit, args.samples, args.method, params,
-                             args.executor, args.workers, args.cache, progress=not args.no_progress)
+                             args.executor, args.workers, args.cache, progress=not args.no_progress,
+                             retry_errors=not args.no_retry_errors, timeout=args.timeout)
     print(summary.to_string(index=False) if not summary.empty else "no generations")
     return 0
 
 
+RATE_VIEW = ["dsl", "model", "method", "records", "evaluated", "unavailable", "errors", "syntax_pct", "semantic_pct",
+             "gap_pp", "judge_exact"]
+
+
+def _print_rates(table) -> None:
+    from . import metrics
+    if table.empty:
+        print("no verdicts")
+        return
+    print(metrics.rates(table)[RATE_VIEW].to_string(index=False, float_format=lambda x: f"{x:.2f}"))
+    ex = metrics.exclusions(table, by=("dsl",))
+    if len(ex):
+        print("\nexcluded from the rates (by DSL, status and reason):")
+        print(ex.to_string(index=False))
+
+
 def cmd_validate(args) -> int:
-    from .pipeline import pass_rates, run_validation
-    table = run_validation(args.run, args.dsl, args.executor, args.workers, progress=not args.no_progress)
-    print(pass_rates(table).to_string(index=False) if not table.empty else "no verdicts")
+    from .pipeline import run_validation
+    _check_options(args)
+    table = run_validation(args.run, args.dsl, args.executor, args.workers, progress=not args.no_progress,
+                           min_judged=args.min_judged)
+    _print_rates(table)
     return 0
 
 
 def cmd_report(args) -> int:
-    from .pipeline import pass_rates
     from .store import RunStore
     store = RunStore(args.run)
     paths = store.export()
-    table = store.verdict_table()
-    print(pass_rates(table).to_string(index=False) if not table.empty else "no verdicts")
+    _print_rates(store.verdict_table())
     for name, path in paths.items():
         print(f"{name}: {path}")
+    return 0
+
+
+def cmd_migrate(args) -> int:
+    from .store import migrate_run
+    done = migrate_run(args.run)
+    print("\n".join(done) if done else f"{args.run}: nothing to migrate")
     return 0
 
 
@@ -86,6 +130,7 @@ def cmd_profile(args) -> int:
 def cmd_pipeline(args) -> int:
     from .notebooks import run_pipeline
     import yaml
+    _check_options(args)
     extra = {}
     for item in args.param:
         name, _, value = item.partition("=")
@@ -133,11 +178,21 @@ def main(argv=None) -> int:
     p.add_argument("--method", default="baseline")
     p.add_argument("--params", default=None, help='decoding parameters as JSON, e.g. {"max_tokens": 256}')
     p.add_argument("--cache", default=None, help="generation cache directory")
+    p.add_argument("--timeout", type=float, default=None,
+                   help="overall deadline in seconds of one model call, retries included (default: 180)")
+    p.add_argument("--no-retry-errors", action="store_true",
+                   help="keep items whose model call failed earlier instead of trying them again")
     p.set_defaults(fn=cmd_generate)
 
     p = sub.add_parser("validate", help="validate the run's generations (resumable)")
     _common(p)
+    p.add_argument("--min-judged", type=float, default=0.5,
+                   help="fail (exit 3) when a DSL has fewer than this fraction of its records judged (default 0.5)")
     p.set_defaults(fn=cmd_validate)
+
+    p = sub.add_parser("migrate", help="set aside run files of an older record schema (nothing is deleted)")
+    p.add_argument("--run", default=str(runs_dir() / "default"))
+    p.set_defaults(fn=cmd_migrate)
 
     p = sub.add_parser("report", help="export Parquet tables and print pass rates")
     p.add_argument("--run", default=str(runs_dir() / "default"))
@@ -185,10 +240,18 @@ def main(argv=None) -> int:
         print("interrupted: finished records are kept; rerun the same command to resume", file=sys.stderr)
         return 130
     except Exception as e:
-        from .tasks import TaskError
-        if isinstance(e, TaskError):
+        from .errors import UserError
+        from .metrics import RunCannotJudge
+        from .notebooks import StageFailed
+        if isinstance(e, StageFailed):
+            print(f"error: {e}", file=sys.stderr)
+            return 3 if "RunCannotJudge" in str(e) else 1
+        if isinstance(e, UserError):
             print(f"error: {e}", file=sys.stderr)
             return 2
+        if isinstance(e, RunCannotJudge):
+            print(f"error: {e}", file=sys.stderr)
+            return 3
         raise
 
 

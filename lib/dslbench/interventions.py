@@ -20,7 +20,9 @@ import pandas as pd
 import yaml
 
 from .paths import repo_root
-from .pipeline import final_verdicts, pass_rates, run_generation, run_validation, with_rounds  # noqa: F401 (final_verdicts: for the notebook)
+from . import metrics
+from .metrics import final_verdicts, with_rounds  # noqa: F401 (final_verdicts: for the notebook)
+from .pipeline import run_generation, run_validation
 from .prompting import build_messages
 from .store import KEY_FIELDS, RunStore, record_key
 
@@ -199,26 +201,13 @@ def run_method(run_dir, method: str, dsls, models, limit=None, samples: int = 1,
 
 
 def gains(finals: pd.DataFrame) -> pd.DataFrame:
-    """Per DSL x model x method: pass rates and the gain (pp) over the matched baseline."""
-    rates = pass_rates(finals) if len(finals) else pd.DataFrame(
-        columns=["dsl", "model", "method", "evaluated", "syntax_pass_pct", "semantic_pass_pct"])
-    base = rates[rates["method"] == "baseline"][["dsl", "model", "syntax_pass_pct", "semantic_pass_pct"]]
-    out = rates[rates["method"] != "baseline"].merge(base, on=["dsl", "model"], how="inner", suffixes=("", "_baseline"))
-    out["syntax_gain_pp"] = out["syntax_pass_pct"] - out["syntax_pass_pct_baseline"]
-    out["semantic_gain_pp"] = out["semantic_pass_pct"] - out["semantic_pass_pct_baseline"]
-    return out.reset_index(drop=True)
+    """Per DSL x model x method: rates on the records paired with the matched baseline and the gain (pp)."""
+    return metrics.gains(finals)
 
 
 def pairs(finals: pd.DataFrame, method: str, level: str = "semantic") -> pd.DataFrame:
-    """Task-level pairs (baseline pass, method pass) where both were judged (pass/fail)."""
-    judged = finals[finals["syntax_status"].isin(["pass", "fail"]) & finals["semantic_status"].isin(["pass", "fail"])]
-    keys = ["dsl", "task_id", "model", "sample"]
-    b = judged[judged["method"] == "baseline"][keys + [f"{level}_status"]]
-    m = judged[judged["method"] == method][keys + [f"{level}_status"]]
-    p = b.merge(m, on=keys, suffixes=("_baseline", "_method"))
-    p["baseline"] = (p[f"{level}_status_baseline"] == "pass").astype(int)
-    p["treated"] = (p[f"{level}_status_method"] == "pass").astype(int)
-    return p[keys + ["baseline", "treated"]]
+    """Task-level pairs (baseline pass, method pass) evaluated under both: the same pairs as `gains`."""
+    return metrics.pairs(finals, method, level)
 
 
 def mcnemar_exact(baseline, treated) -> dict:

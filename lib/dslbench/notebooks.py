@@ -10,6 +10,10 @@ from pathlib import Path
 from .paths import notebooks_dir, repo_root
 
 
+class StageFailed(RuntimeError):
+    """A stage notebook raised: the message names the stage, the error and the executed copy."""
+
+
 def stage_notebooks() -> list[Path]:
     return sorted(p for p in notebooks_dir().glob("[0-9][0-9]_*.ipynb"))
 
@@ -27,7 +31,10 @@ def run_pipeline(run_dir, dsls=None, models=None, limit=None, executor=None, sta
             continue
         out = out_dir / nb.name
         print(f"[pipeline] {nb.stem} -> {out}")
-        pm.execute_notebook(str(nb), str(out), parameters=params, cwd=str(repo_root()),
-                            kernel_name="python3", progress_bar=False, log_output=False)
+        try:
+            pm.execute_notebook(str(nb), str(out), parameters=params, cwd=str(repo_root()),
+                                kernel_name="python3", progress_bar=False, log_output=False)
+        except pm.PapermillExecutionError as e:
+            raise StageFailed(f"stage {nb.stem} failed: {e.ename}: {e.evalue} (executed notebook: {out})") from None
         done.append(out)
     return done

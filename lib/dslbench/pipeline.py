@@ -7,21 +7,21 @@ stage resumes where it stopped.
 from __future__ import annotations
 
 import shutil
-import traceback
 from concurrent.futures import as_completed
 from pathlib import Path
 
 import pandas as pd
 from tqdm.auto import tqdm
 
-from . import toolchains
+from . import metrics, toolchains, verdicts
+from .metrics import final_verdicts, with_rounds  # noqa: F401 (re-exported: the book and notebooks use them)
 from .executors import make_executor
 from .prompting import PROMPT_VERSION, build_messages, extract_program
 from .revision import code_revision
 from .sandbox import new_workdir
-from .store import KEY_FIELDS, RunStore, now, record_key
+from .store import RunStore, now, record_key
 from .tasks import Task, load_tasks
-from .toolchains import LevelVerdict
+from .verdicts import INTERVENTION_FIELDS, verdict_record
 
 
 def fan_out(jobs: list, on_result, executor: str | None, workers: int | None, desc: str, progress: bool) -> None:
@@ -47,48 +47,38 @@ def fan_out(jobs: list, on_result, executor: str | None, workers: int | None, de
 
 # --- validation of one program (runs in a worker) -------------------------------------------
 
-def _guard(fn, program: str, task: Task, work: Path) -> LevelVerdict:
-    try:
-        return fn(program, task, work)
-    except Exception as e:  # a validator bug is an error, never a verdict on the program
-        return LevelVerdict("error", f"validator crashed: {type(e).__name__}: {e}", log=traceback.format_exc()[-4000:])
-
-
 def evaluate(dsl: str, task: Task, program: str) -> dict:
-    """Both validation levels for one program. Returns plain dicts (picklable, JSON-ready)."""
+    """Both validation levels for one program, settled (status + reason). Plain dicts: picklable, JSON-ready."""
     tc = toolchains.get(dsl)
     probe = toolchains.probe(dsl)
+    out = {"probe": probe.to_dict(), "validator": tc.validator_name}
     if not probe.available:
-        v = LevelVerdict("unavailable", probe.reason)
-        return {"probe": probe.to_dict(), "syntax": v.to_dict(), "semantic": v.to_dict()}
+        v = verdicts.level("unavailable", "toolchain_unavailable", probe.reason)
+        return {**out, "syntax": v.to_dict(), "semantic": v.to_dict()}
     if not program.strip():
-        syn = LevelVerdict("fail", "no program in the model output")
-        sem = LevelVerdict("fail", "not run: the program failed the syntax level")
-        return {"probe": probe.to_dict(), "syntax": syn.to_dict(), "semantic": sem.to_dict()}
+        syn = verdicts.level("fail", "no_program", "no program in the model output")
+        return {**out, "syntax": syn.to_dict(), "semantic": verdicts.not_run(syn).to_dict()}
     work = new_workdir()
     try:
         for name, content in task.context.items():
             (work / name).write_text(content, encoding="utf-8")
         (work / tc.file_name).write_text(program, encoding="utf-8")
-        syn = _guard(tc.syntax, program, task, work)
-        if syn.status == "pass":
-            sem = _guard(tc.semantic, program, task, work)
-        elif syn.status == "fail":
-            sem = LevelVerdict("fail", "not run: the program failed the syntax level")
-        else:
-            sem = LevelVerdict(syn.status, f"not run: the syntax level was {syn.status}")
+        syn = tc.judge_level("syntax", program, task, work)
+        sem = tc.judge_level("semantic", program, task, work) if syn.status == "pass" else verdicts.not_run(syn)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    return {"probe": probe.to_dict(), "syntax": syn.to_dict(), "semantic": sem.to_dict()}
+    return {**out, "syntax": syn.to_dict(), "semantic": sem.to_dict()}
 
 
 # --- generation --------------------------------------------------------------------------------
 
-def _generate_job(model_name: str, messages: list, params: dict, sample: int, cache_dir: str | None) -> dict:
+def _generate_job(model_name: str, messages: list, params: dict, sample: int, cache_dir: str | None,
+                  timeout: float | None = None) -> dict:
     from .generation import GenerationCache, generate, resolve_model
     spec = resolve_model(model_name)
     cache = GenerationCache(Path(cache_dir)) if cache_dir else None
-    res = generate(spec, messages, params, sample=sample, cache=cache)
+    kw = {"timeout": timeout} if timeout else {}
+    res = generate(spec, messages, params, sample=sample, cache=cache, **kw)
     return res.__dict__
 
 
@@ -99,8 +89,12 @@ def _task_fields(task: Task) -> dict:
 
 def run_generation(run_dir, dsls=None, models=None, limit=None, samples: int = 1, method: str = "baseline",
                    params: dict | None = None, executor: str | None = None, workers: int | None = None,
-                   cache_dir: str | None = None, progress: bool = True, prompt_fn=None) -> pd.DataFrame:
+                   cache_dir: str | None = None, progress: bool = True, prompt_fn=None,
+                   retry_errors: bool = True, timeout: float | None = None) -> pd.DataFrame:
     """Generate one output per (task, model, sample) not yet in the run; returns the stage's summary.
+
+    Items whose earlier model call failed (provider errors) are tried again unless retry_errors is
+    False; `timeout` is the overall deadline of one model call including its retries.
 
     `prompt_fn(task, toolchain, model, sample)` (interventions) replaces the zero-shot prompt: it returns
     None (nothing to generate for this item) or a dict with `messages`, `prompt_version` and any further
@@ -114,8 +108,9 @@ def run_generation(run_dir, dsls=None, models=None, limit=None, samples: int = 1
     cache_dir = str(cache_dir or default_cache_dir())
     store = RunStore(run_dir)
     store.log_invocation("generate", {"dsls": list(tasks), "models": models, "limit": limit, "samples": samples,
-                                      "method": method, "params": params, "executor": executor})
-    done = store.keys("generations")
+                                      "method": method, "params": params, "executor": executor,
+                                      "retry_errors": retry_errors, "timeout": timeout})
+    done = store.keys("generations", retry=retry_errors)
     todo = []
     for dsl, task_list in tasks.items():
         tc = toolchains.get(dsl)
@@ -141,11 +136,13 @@ def run_generation(run_dir, dsls=None, models=None, limit=None, samples: int = 1
         store.append("generations", {
             "prompt_version": PROMPT_VERSION, **rec, "messages": messages, "litellm_model": res["model"],
             "params": res["params"], "raw_output": res["text"], "program": program, "extraction_rule": rule,
-            "generation_status": res["status"], "generation_error": res["error"], "cached": res["cached"],
+            "generation_status": res["status"], "generation_error": res["error"],
+            "generation_reason": res.get("reason") or ("ok" if res["status"] == "ok" else "provider_error"),
+            "finish_reason": res.get("finish_reason"), "api_base": res.get("api_base"), "cached": res["cached"],
             "usage": res["usage"], "generation_duration_s": res["duration_s"], "attempts": res["attempts"],
             "revision": code_revision(), "finished": now()})
 
-    jobs = [((rec, messages), _generate_job, (rec["model"], messages, params, rec["sample"], cache_dir))
+    jobs = [((rec, messages), _generate_job, (rec["model"], messages, params, rec["sample"], cache_dir, timeout))
             for rec, messages in todo]
     fan_out(jobs, write, kind, workers, "generate", progress)
     return summarize_generations(store)
@@ -168,13 +165,13 @@ def _evaluate_job(dsl: str, task: Task, program: str) -> dict:
     return out
 
 
-# Fields of intervention records (refinement round, retrieved chunks, ...) carried onto their verdicts.
-INTERVENTION_FIELDS = ("round", "refines", "copied_from", "retrieved", "retrieval")
-
-
 def run_validation(run_dir, dsls=None, executor: str | None = None, workers: int | None = None,
-                   progress: bool = True) -> pd.DataFrame:
-    """Validate every generation of the run that has no verdict yet; returns the verdict table."""
+                   progress: bool = True, min_judged: float | None = metrics.DEFAULT_MIN_JUDGED) -> pd.DataFrame:
+    """Validate every generation of the run that has no verdict yet; returns the verdict table.
+
+    Raises metrics.RunCannotJudge (after every verdict is stored) when fewer than `min_judged` of a
+    DSL's records were judged, e.g. because the sandbox could not start its runner (None: no check).
+    """
     store = RunStore(run_dir)
     gens = [g for g in store.records("generations") if not dsls or g["dsl"] in dsls]
     tasks = load_tasks(sorted({g["dsl"] for g in gens})) if gens else {}
@@ -183,44 +180,41 @@ def run_validation(run_dir, dsls=None, executor: str | None = None, workers: int
     if missing:
         raise ValueError(f"generations refer to tasks that no longer exist: {', '.join(missing[:10])}")
     store.log_invocation("validate", {"dsls": dsls, "executor": executor})
-    done = store.keys("verdicts")
-    todo = [g for g in gens if record_key(g) not in done]
+    done = store.keys("verdicts", retry=True)
+    retried = store.keys("verdicts") - done      # verdicts on failed model calls: redo once the call succeeded
+    todo = [g for g in gens if record_key(g) not in done
+            and not (record_key(g) in retried and g["generation_status"] != "ok")]
 
     def write(gen: dict, out: dict) -> None:
-        probe = out["probe"]
-        store.append("verdicts", {
-            **{k: gen[k] for k in ("dsl", "task_id", "model", "method", "sample", "domain", "difficulty", "split",
-                                   "messages", "raw_output", "program", "extraction_rule", "prompt_version",
-                                   "generation_status")},
-            **{k: gen[k] for k in INTERVENTION_FIELDS if k in gen},
-            "run": store.dir.name, "toolchain": probe["toolchain"], "toolchain_version": probe["version"],
-            "dialect": probe["dialect"], "syntax": out["syntax"], "semantic": out["semantic"],
-            "sandbox": out["syntax"].get("sandbox") or out["semantic"].get("sandbox") or "",
-            "revision": code_revision(), "started": out["started"], "finished": out["finished"]})
+        store.append("verdicts", verdict_record(gen, out, store.dir.name, code_revision()))
 
     jobs = []
     for gen in todo:
         if gen["generation_status"] != "ok":
             # The model call failed (rate limit, network...): an error, never a failed program.
-            v = LevelVerdict("error", f"generation failed: {gen.get('generation_error', '')}").to_dict()
-            probe = toolchains.probe(gen["dsl"]).to_dict()
-            write(gen, {"probe": probe, "syntax": v, "semantic": v, "started": now(), "finished": now()})
+            v = verdicts.level("error", "provider_error", f"generation failed: {gen.get('generation_error', '')}").to_dict()
+            write(gen, {"probe": toolchains.probe(gen["dsl"]).to_dict(), "validator": "", "syntax": v, "semantic": v,
+                        "started": now(), "finished": now()})
         else:
             jobs.append((gen, _evaluate_job, (gen["dsl"], by_id[gen["task_id"]], gen["program"])))
     fan_out(jobs, write, executor, workers, "validate", progress)
     store.export()
-    return store.verdict_table()
+    table = store.verdict_table()
+    if min_judged is not None:
+        metrics.require_judged(table[table["dsl"].isin(dsls)] if dsls else table, min_judged)
+    return table
 
 
 # --- validators proving themselves -------------------------------------------------------------
 
 def _selfcheck_job(dsl: str, task: Task, kind: str, index: int, program: str) -> dict:
     out = evaluate(dsl, task, program)
+    syn, sem = out["syntax"], out["semantic"]
     return {"dsl": dsl, "task_id": task.id, "program": kind, "index": index,
-            "syntax": out["syntax"]["status"], "semantic": out["semantic"]["status"],
-            "syntax_diagnostics": out["syntax"]["diagnostics"], "semantic_diagnostics": out["semantic"]["diagnostics"],
-            "toolchain": out["probe"]["toolchain"], "version": out["probe"]["version"],
-            "seconds": out["syntax"]["duration_s"] + out["semantic"]["duration_s"]}
+            "syntax": syn["status"], "semantic": sem["status"], "syntax_reason": syn["reason"],
+            "semantic_reason": sem["reason"], "syntax_diagnostics": syn["diagnostics"],
+            "semantic_diagnostics": sem["diagnostics"], "toolchain": out["probe"]["toolchain"],
+            "version": out["probe"]["version"], "seconds": syn["duration_s"] + sem["duration_s"]}
 
 
 def expected_outcome(kind: str) -> tuple[str, str]:
@@ -228,12 +222,24 @@ def expected_outcome(kind: str) -> tuple[str, str]:
     return {"gold": ("pass", "pass"), "syntax": ("fail", "fail"), "semantic": ("pass", "fail")}[kind]
 
 
+def expected_reasons(kind: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(syntax, semantic) reasons a program of this kind may get: a mutant must be killed for the right cause."""
+    return {"gold": (("ok",), ("ok",)),
+            "syntax": (verdicts.SYNTAX_REASONS, ("syntax_failed",)),
+            "semantic": (("ok",), verdicts.ORACLE_REASONS)}[kind]
+
+
+SELFCHECK_COLUMNS = ["dsl", "task_id", "program", "index", "syntax", "semantic", "syntax_reason", "semantic_reason",
+                     "syntax_diagnostics", "semantic_diagnostics", "toolchain", "version", "seconds"]
+
+
 def selfcheck(dsls=None, executor: str | None = None, workers: int | None = None, progress: bool = True,
               limit: int | None = None) -> pd.DataFrame:
     """Run every gold solution and known-bad program; column `ok` says whether it got what it must.
 
-    Gold must pass both levels; a syntax mutant must fail syntax; a semantic mutant must pass
-    syntax and fail semantics. Unavailable toolchains give ok = None (not judged here).
+    Gold must pass both levels; a syntax mutant must fail syntax with a parse or compile reason; a
+    semantic mutant must pass syntax and fail semantics with an oracle reason (wrong output, a failed
+    structural check or proof, a runtime error). Unavailable toolchains give ok = None (not judged here).
     """
     tasks = load_tasks(dsls or None, limit=limit)
     jobs = []
@@ -244,48 +250,23 @@ def selfcheck(dsls=None, executor: str | None = None, workers: int | None = None
     rows = []
     fan_out([(None, _selfcheck_job, job) for job in jobs], lambda _, row: rows.append(row),
             executor, workers, "self-check", progress)
-    df = pd.DataFrame(rows, columns=["dsl", "task_id", "program", "index", "syntax", "semantic", "syntax_diagnostics",
-                                     "semantic_diagnostics", "toolchain", "version", "seconds"])
+    df = pd.DataFrame(rows, columns=SELFCHECK_COLUMNS)
     df["expected_syntax"] = df["program"].map(lambda k: expected_outcome(k)[0])
     df["expected_semantic"] = df["program"].map(lambda k: expected_outcome(k)[1])
+    reasons_ok = [r.syntax_reason in expected_reasons(r.program)[0] and r.semantic_reason in expected_reasons(r.program)[1]
+                  for r in df.itertuples()]
     unavailable = (df["syntax"] == "unavailable")
-    df["ok"] = ((df["syntax"] == df["expected_syntax"]) & (df["semantic"] == df["expected_semantic"])).astype(object)
+    df["ok"] = ((df["syntax"] == df["expected_syntax"]) & (df["semantic"] == df["expected_semantic"])
+                & pd.Series(reasons_ok, index=df.index, dtype=bool)).astype(object)
     df.loc[unavailable, "ok"] = None
     return df.sort_values(["dsl", "task_id", "program", "index"]).reset_index(drop=True)
 
 
 # --- reporting ----------------------------------------------------------------------------------
 
-def with_rounds(verdicts: pd.DataFrame) -> pd.DataFrame:
-    """The verdict table with an integer `round` column (0 where a record has none)."""
-    df = verdicts.copy()
-    rounds = df["round"] if "round" in df else pd.Series(0, index=df.index)
-    df["round"] = pd.to_numeric(rounds, errors="coerce").fillna(0).astype(int)
-    return df
-
-
-def final_verdicts(verdicts: pd.DataFrame) -> pd.DataFrame:
-    """One record per (dsl, task, model, method, sample): the last round of each refinement chain."""
-    df = with_rounds(verdicts)
-    if df.empty or not (df["round"] > 0).any():  # no refinement rounds: one record per key already
-        return df
-    return (df.sort_values([*KEY_FIELDS, "round"]).groupby(list(KEY_FIELDS), as_index=False).tail(1)
-              .reset_index(drop=True))
-
-
 def pass_rates(verdicts: pd.DataFrame) -> pd.DataFrame:
-    """Per DSL x model syntax and semantic pass rates (%), unavailable/error verdicts excluded and counted.
-    A refinement chain counts once, by its last round."""
-    verdicts = final_verdicts(verdicts)
-    rows = []
-    for (dsl, model, method), g in verdicts.groupby(["dsl", "model", "method"]):
-        judged = g[g["syntax_status"].isin(["pass", "fail"])]
-        rows.append({"dsl": dsl, "model": model, "method": method, "tasks": len(g), "evaluated": len(judged),
-                     "unavailable": int((g["syntax_status"] == "unavailable").sum()),
-                     "errors": int((g["syntax_status"] == "error").sum() + (g["semantic_status"] == "error").sum()),
-                     "syntax_pass_pct": 100 * (judged["syntax_status"] == "pass").mean() if len(judged) else float("nan"),
-                     "semantic_pass_pct": 100 * (judged["semantic_status"] == "pass").mean() if len(judged) else float("nan")})
-    return pd.DataFrame(rows)
+    """Per DSL x model x method pass rates (%): `dslbench.metrics.rates`, the one definition."""
+    return metrics.rates(verdicts)
 
 
 def doctor() -> pd.DataFrame:

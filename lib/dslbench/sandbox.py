@@ -42,12 +42,25 @@ class Limits:
 @dataclass
 class RunResult:
     command: str        # the command as run inside the sandbox, shell-quoted
-    returncode: int     # negative: killed by signal
+    returncode: int     # negative (or 128+n under bwrap): killed by signal n; see .signal
     stdout: str
     stderr: str
     timed_out: bool
     duration_s: float
     mode: str           # "bwrap", "bwrap-nobody" or "rlimits-only: <why>"
+
+    @property
+    def signal(self) -> int | None:
+        """The signal that killed the program, if one did.
+
+        Without bubblewrap Popen reports -n; bubblewrap's init exits 128+n for a child killed by
+        signal n (a toolchain exiting 129-192 on purpose is rare enough to read as a signal too).
+        """
+        if self.returncode < 0:
+            return -self.returncode
+        if self.mode.startswith("bwrap") and 128 < self.returncode <= 128 + 64:
+            return self.returncode - 128
+        return None
 
     @property
     def log(self) -> str:

@@ -9,7 +9,9 @@ A run is a directory runs/<name>/ with
 Each record is one JSON line, flushed and fsync'ed before the next task starts, so a kill at any
 moment loses at most the record being written. A torn last line (killed mid-write) is cut off when
 the store is next opened. Records are keyed by a stable key; a rerun skips keys already present,
-and reading keeps the first record of a key, so no key is ever counted twice.
+and reading keeps the first record of a key, so no key is ever counted twice. The one exception is a
+*retryable* record (a failed model call, or the verdict on one): a later record of the same key
+replaces it, so a rerun can retry provider errors without editing the file.
 """
 from __future__ import annotations
 
@@ -21,6 +23,9 @@ from typing import Iterable, Iterator
 
 import pandas as pd
 
+from .errors import UserError
+from .verdicts import SCHEMA_VERSION
+
 KEY_FIELDS = ("dsl", "task_id", "model", "method", "sample")
 KINDS = ("generations", "verdicts")
 
@@ -29,6 +34,13 @@ def record_key(rec: dict) -> str:
     """The key fields joined; a refinement round above 0 is appended (baseline records: no round)."""
     key = "|".join(str(rec[k]) for k in KEY_FIELDS)
     return f"{key}|r{rec['round']}" if rec.get("round") else key
+
+
+def retryable(kind: str, rec: dict) -> bool:
+    """A record that a later one of the same key may replace: a provider error, not a judgement."""
+    if kind == "generations":
+        return rec.get("generation_status") == "error"
+    return (rec.get("syntax") or {}).get("reason") == "provider_error"
 
 
 def now() -> str:
@@ -41,6 +53,7 @@ class RunStore:
         self.dir.mkdir(parents=True, exist_ok=True)
         for kind in KINDS:
             self._repair(self.path(kind))
+            self._check_schema(kind)
 
     def path(self, kind: str) -> Path:
         if kind not in KINDS:
@@ -62,10 +75,35 @@ class RunStore:
             f.flush()
             os.fsync(f.fileno())
 
+    def _check_schema(self, kind: str) -> None:
+        """Refuse, before anything is appended, a file written by another record schema.
+
+        Generations of schema 1 differ only by fields added since, so they are read as they are;
+        verdicts of schema 1 have no reason codes, which cannot be recovered without re-judging.
+        """
+        path = self.path(kind)
+        if not path.exists() or path.stat().st_size == 0:
+            return
+        with open(path, encoding="utf-8", errors="replace") as f:
+            first = f.readline()
+        try:
+            version = json.loads(first).get("schema", 1)
+        except (json.JSONDecodeError, AttributeError):
+            raise UserError(f"{path}:1: not a record of a DSL-Bench run store") from None
+        if version == SCHEMA_VERSION or (kind == "generations" and version == 1):
+            return
+        if kind == "verdicts" and version == 1:
+            raise UserError(f"{path}:1: field 'schema': verdicts of schema 1 (no reason codes); this version writes "
+                            f"schema {SCHEMA_VERSION}. Run `dslbench migrate --run {self.dir}` (it sets the old file "
+                            "aside as verdicts.schema1.jsonl) and validate again: the generations are kept.")
+        raise UserError(f"{path}:1: field 'schema': records of schema {version}, written by another version of "
+                        f"DSL-Bench (this one reads schema {SCHEMA_VERSION}); use that version or a new run folder")
+
     def append(self, kind: str, record: dict) -> None:
         missing = [k for k in KEY_FIELDS if k not in record]
         if missing:
             raise ValueError(f"record lacks key fields {missing}")
+        record = {"schema": SCHEMA_VERSION, **record}
         line = json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n"
         with open(self.path(kind), "a", encoding="utf-8") as f:
             f.write(line)
@@ -76,7 +114,7 @@ class RunStore:
         path = self.path(kind)
         if not path.exists():
             return
-        seen: set[str] = set()
+        kept: dict[str, dict] = {}   # insertion order = order of first appearance
         with open(path, encoding="utf-8") as f:
             for lineno, line in enumerate(f, 1):
                 if not line.endswith("\n"):
@@ -84,17 +122,18 @@ class RunStore:
                 try:
                     rec = json.loads(line)
                 except json.JSONDecodeError as e:
-                    raise ValueError(f"{path}:{lineno}: corrupt record ({e.msg}); the store was edited by hand?") from None
+                    raise UserError(f"{path}:{lineno}: corrupt record ({e.msg}); the store was edited by hand?") from None
                 key = record_key(rec)
-                if key not in seen:
-                    seen.add(key)
-                    yield rec
+                if key not in kept or retryable(kind, kept[key]):
+                    kept[key] = rec
+        yield from kept.values()
 
     def records(self, kind: str) -> list[dict]:
         return list(self.iter_records(kind))
 
-    def keys(self, kind: str) -> set[str]:
-        return {record_key(r) for r in self.iter_records(kind)}
+    def keys(self, kind: str, retry: bool = False) -> set[str]:
+        """Keys present; with retry=True, keys whose record is retryable count as absent."""
+        return {record_key(r) for r in self.iter_records(kind) if not (retry and retryable(kind, r))}
 
     def log_invocation(self, stage: str, params: dict) -> None:
         from .revision import code_revision
@@ -124,6 +163,20 @@ class RunStore:
         return paths
 
 
+def migrate_run(run_dir: Path | str) -> list[str]:
+    """Set aside files of an older schema that cannot be read as they are; returns what was done."""
+    done = []
+    path = Path(run_dir) / "verdicts.jsonl"
+    if path.exists() and path.stat().st_size:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            first = json.loads(f.readline() or "{}")
+        if first.get("schema", 1) == 1:
+            target = path.with_name("verdicts.schema1.jsonl")
+            os.replace(path, target)
+            done.append(f"{path.name} -> {target.name}: validate again to judge the generations with reasons")
+    return done
+
+
 def _flat_generation(r: dict) -> dict:
     d = {k: v for k, v in r.items() if k not in ("messages", "usage", "params")}
     d["messages"] = json.dumps(r.get("messages", []), ensure_ascii=False)
@@ -136,8 +189,9 @@ def _flat_generation(r: dict) -> dict:
     return d
 
 
-VERDICT_COLUMNS = ["run", *KEY_FIELDS, "domain", "difficulty", "split", "toolchain", "toolchain_version", "dialect",
-                   "syntax_status", "semantic_status", "syntax_diagnostics", "semantic_diagnostics",
+VERDICT_COLUMNS = ["schema", "run", *KEY_FIELDS, "domain", "difficulty", "split", "toolchain", "toolchain_version",
+                   "dialect", "judge_exact", "validator", "syntax_status", "semantic_status", "syntax_reason",
+                   "semantic_reason", "syntax_diagnostics", "semantic_diagnostics",
                    "syntax_command", "semantic_command", "syntax_log", "semantic_log",
                    "syntax_duration_s", "semantic_duration_s", "sandbox", "generation_status",
                    "prompt", "raw_output", "program", "extraction_rule", "prompt_version",
@@ -151,7 +205,7 @@ def flatten_verdicts(records: Iterable[dict]) -> pd.DataFrame:
         row["prompt"] = json.dumps(r.get("messages", []), ensure_ascii=False)
         for level in ("syntax", "semantic"):
             v = r.get(level) or {}
-            for f in ("status", "diagnostics", "command", "log", "duration_s"):
+            for f in ("status", "reason", "diagnostics", "command", "log", "duration_s"):
                 row[f"{level}_{f}"] = v.get(f)
         if "round" in r:  # refinement rounds (interventions); baseline-only runs keep exactly VERDICT_COLUMNS
             row["round"] = r["round"]

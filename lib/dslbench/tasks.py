@@ -12,6 +12,7 @@ from typing import Any, Callable
 
 import yaml
 
+from .errors import UserError
 from .paths import tasks_dir
 
 DIFFICULTIES = ("easy", "medium", "hard")
@@ -20,7 +21,7 @@ SPLITS = ("test", "dev")
 MUTANT_LEVELS = ("syntax", "semantic")
 
 
-class TaskError(ValueError):
+class TaskError(UserError):
     """A task file does not follow the schema."""
 
     def __init__(self, path: Path | str, line: int | None, field_name: str, message: str):

@@ -22,8 +22,7 @@ import yaml
 
 from . import sandbox
 from .paths import toolchains_dir
-
-STATUSES = ("pass", "fail", "unavailable", "error")
+from .verdicts import STATUSES, LevelVerdict, settle  # noqa: F401 (re-exported for validators)
 
 
 def installed_versions(packages: dict[str, str | None]) -> tuple[dict[str, str], str]:
@@ -57,26 +56,16 @@ class Probe:
         return asdict(self)
 
 
-@dataclass
-class LevelVerdict:
-    """Outcome of one validation level (syntax or semantic) with its provenance."""
-    status: str
-    diagnostics: str = ""
-    command: str = ""
-    log: str = ""
-    duration_s: float = 0.0
-    sandbox: str = ""
-
-    def __post_init__(self):
-        if self.status not in STATUSES:
-            raise ValueError(f"unknown verdict status {self.status!r}")
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
 class Toolchain(abc.ABC):
-    """Base class of every DSL validator. Subclasses live in toolchains/<dsl>/validator.py."""
+    """Base class of every DSL validator. Subclasses live in toolchains/<dsl>/validator.py.
+
+    A verdict's reason (dslbench.verdicts.REASONS) is given with `self.verdict(..., reason=...)` when
+    the validator knows it; otherwise `judge_level` fills it in: a run that timed out, hit a limit or
+    died by a signal is the program's `timeout` / `resource_limit` / `runtime_error`, and any other
+    `fail` gets the DSL's declared default below.
+    """
+    SYNTAX_FAIL = "parse_error"      # reason of a syntax-level fail (or "compile_error" for compilers)
+    SEMANTIC_FAIL = "wrong_output"   # reason of a semantic-level fail (or "oracle_mismatch", ...)
 
     def __init__(self, folder: Path, card: dict):
         self.folder = folder
@@ -148,11 +137,28 @@ class Toolchain(abc.ABC):
 
     @staticmethod
     def verdict(status: str, diagnostics: str, result: sandbox.RunResult | None = None,
-                duration_s: float | None = None) -> LevelVerdict:
+                duration_s: float | None = None, reason: str = "") -> LevelVerdict:
         if result is None:
-            return LevelVerdict(status, diagnostics, duration_s=duration_s or 0.0)
+            return LevelVerdict(status, diagnostics, duration_s=duration_s or 0.0, reason=reason)
         return LevelVerdict(status, diagnostics, result.command, result.log,
-                            result.duration_s if duration_s is None else duration_s, result.mode)
+                            result.duration_s if duration_s is None else duration_s, result.mode, reason,
+                            result.returncode, result.signal, result.timed_out)
+
+    def judge_level(self, level: str, program: str, task, work: Path) -> LevelVerdict:
+        """One level, settled: a crashing validator is a `harness_error`, never a verdict on the program."""
+        fn = self.syntax if level == "syntax" else self.semantic
+        try:
+            v = fn(program, task, work)
+        except Exception as e:
+            import traceback
+            v = LevelVerdict("error", f"validator crashed: {type(e).__name__}: {e}",
+                             log=traceback.format_exc()[-4000:], reason="harness_error")
+        return settle(level, v, self.SYNTAX_FAIL, self.SEMANTIC_FAIL)
+
+    @property
+    def validator_name(self) -> str:
+        """Where the code behind a verdict lives, relative to the repository."""
+        return f"toolchains/{self.dsl}/validator.py:{type(self).__name__}"
 
 
 @functools.lru_cache(maxsize=None)

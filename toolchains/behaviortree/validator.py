@@ -111,6 +111,9 @@ def _first_line(text: str, limit: int = 300) -> str:
 
 
 class Validator(Toolchain):
+    SYNTAX_FAIL = "parse_error"      # BT.CPP loads the XML
+    SEMANTIC_FAIL = "oracle_mismatch"  # tree-structure and dataflow checks
+
     def probe(self) -> Probe:
         versions, problem = installed_versions({"behaviortreepy": None, "lxml": None})
         if problem:
@@ -295,7 +298,7 @@ class Validator(Toolchain):
             return self.verdict(status, f"BT runner failed (exit {result.returncode}{', timed out' if result.timed_out else ''})", result)
         gold, cand = report["gold.xml"], report[self.file_name]
         if not gold.get("loaded") or any("crash" in s or "runner_error" in s for s in gold["scenarios"]):
-            return self.verdict("error", "the gold tree does not load or run", result)
+            return self.verdict("error", "the gold tree does not load or run", result, reason="gold_broken")
         if "crash" in cand or "runner_error" in cand or not cand.get("loaded"):
             return self.verdict("error", "the candidate passed the syntax level but does not load now", result)
         problem = self._ports(cand["instances"], palette)

@@ -307,6 +307,9 @@ def _best_permutation(g: list, w: list, ordered: bool) -> list:
 # --- the validator ---------------------------------------------------------------------------------
 
 class Validator(Toolchain):
+    SYNTAX_FAIL = "parse_error"      # the engine parses the query
+    SEMANTIC_FAIL = "wrong_output"  # query-result equivalence
+
     # ---- probe
     def probe(self) -> Probe:
         try:
@@ -461,7 +464,8 @@ class Validator(Toolchain):
             gap = falkordb_gap(query, entry["error"])
             if gap:
                 return self.verdict("unavailable", f"FalkorDB does not implement {gap}, which Neo4j 5 accepts: "
-                                    "not judged here (a Neo4j server would judge it)", result)
+                                    "not judged here (a Neo4j server would judge it)", result,
+                                    reason="unsupported_by_judge")
             return self.verdict("fail", f"FalkorDB rejects the query: {entry['error']}", result)
         note = f" (against an empty graph: {missing})" if missing else ""
         return self.verdict("pass", f"parsed, bound and planned by FalkorDB{note}", result)
@@ -483,7 +487,7 @@ class Validator(Toolchain):
         else:
             script, missing = self._graph_script(task)
             if script is None:
-                return self.verdict("unavailable", missing)
+                return self.verdict("unavailable", missing, reason="unsupported_by_judge")
             result, report = self._falkordb_run(work, task, "semantic", items, script)
             if report is None:
                 if result.timed_out:
@@ -499,7 +503,8 @@ class Validator(Toolchain):
         if not cand[0]["ok"]:
             gap = None if cfg else falkordb_gap(query, cand[0]["error"])
             if gap:
-                return self.verdict("unavailable", f"FalkorDB does not implement {gap}: not judged here", result)
+                return self.verdict("unavailable", f"FalkorDB does not implement {gap}: not judged here", result,
+                                    reason="unsupported_by_judge")
             return self.verdict("fail", f"runtime error: {cand[0]['error']}", result)
         if len(cand) > 1 and not cand[-1]["ok"]:
             return self.verdict("error", f"check query {len(cand) - 1} failed after the program: {cand[-1]['error']}",
@@ -510,7 +515,8 @@ class Validator(Toolchain):
             gold = report["items"].get("gold", {}).get("steps") or [{"ok": False, "error": "did not run"}]
             bad = next((s for s in gold if not s["ok"]), None)
             if bad:
-                return self.verdict("error", f"the gold query does not run here: {bad['error']}", result)
+                return self.verdict("error", f"the gold query does not run here: {bad['error']}", result,
+                                    reason="gold_broken")
             want_steps = gold
         note = ""
         if not cfg and repeated_relationship_types(query):

@@ -134,6 +134,9 @@ def _version_of(exe: str) -> str:
 
 
 class Validator(Toolchain):
+    SYNTAX_FAIL = "compile_error"      # dafny resolves and type-checks
+    SEMANTIC_FAIL = "verification_failed"  # the verifier (and the task's tests)
+
     def __init__(self, folder, card):
         super().__init__(folder, card)
         self._joint = {}   # (work dir, program hash) -> the Dafny 2.3 run shared by both levels

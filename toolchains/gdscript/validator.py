@@ -379,6 +379,9 @@ def _key(version: str) -> tuple:
 
 
 class Validator(Toolchain):
+    SYNTAX_FAIL = "parse_error"      # Godot parses the script
+    SEMANTIC_FAIL = "wrong_output"  # the runtime harness
+
     def _find_judge(self) -> tuple[str | None, str, str]:
         """(binary, version, note): the newest Godot 3.x on PATH that checks a script in the sandbox."""
         found, notes = [], []
@@ -463,12 +466,12 @@ class Validator(Toolchain):
         if gold is None or gold["fatal"] or gold["errors"] or len(gold["results"]) != n_steps:
             why = (gold or {}).get("fatal") or ((gold or {}).get("errors") or [[None, None, ""]])[0][2]
             return self.verdict("error", f"the gold script does not run through the harness: {why or 'incomplete'}"[:300],
-                                gold_run)
+                                gold_run, reason="gold_broken")
         for s, sc in enumerate(o["scenarios"]):
             for i, step in enumerate(sc["steps"]):
                 if "expect" in step and not same(gold["results"][(s, i)], tagged(step["expect"])):
                     return self.verdict("error", f"the gold disagrees with the oracle's expect at {step_label(o, s, i)}: "
-                                                 f"{show(gold['results'][(s, i)])}", gold_run)
+                                                 f"{show(gold['results'][(s, i)])}", gold_run, reason="gold_broken")
         result, parsed = self._harness(o, tag, work)
         result.duration_s += gold_run.duration_s
         cand = parsed["scripts"].get(name, {"results": {}, "errors": [], "fatal": None, "last": None})

@@ -51,6 +51,9 @@ def _value_ok(type_name: str, value) -> bool:
 
 
 class Validator(Toolchain):
+    SYNTAX_FAIL = "parse_error"      # the ST parser
+    SEMANTIC_FAIL = "wrong_output"  # the scan-cycle evaluation
+
     skipped: tuple = ()   # upstream records the last import_upstream() could not convert, with reasons
 
     def probe(self) -> Probe:
@@ -196,15 +199,13 @@ class Validator(Toolchain):
                              "gold_ir.json"], work)
             gold_s = gold.duration_s
             if not (work / "gold_ir.json").exists():
-                return self.verdict("error", "the reference program does not pass the ST checks", gold)
+                return self.verdict("error", "the reference program does not pass the ST checks", gold, reason="gold_broken")
             cmd.append("gold_ir.json")
         result = self.run(cmd, work)
         if result.timed_out:
             return self.verdict("fail", f"timed out after {self.limits().timeout_s:.0f} s", result)
         path = work / "semantic.json"
         if result.returncode != 0 or not path.exists():
-            if result.returncode < 0 or "MemoryError" in result.stderr:
-                return self.verdict("fail", "killed by resource limits", result)
             return self.verdict("error", f"ST evaluator failed (exit {result.returncode})", result)
         report = json.loads(path.read_text())
         duration = result.duration_s + gold_s

@@ -34,6 +34,9 @@ def _libjq_version() -> str:
 
 
 class Validator(Toolchain):
+    SYNTAX_FAIL = "parse_error"      # libjq compiles the filter
+    SEMANTIC_FAIL = "wrong_output"  # JSON output equivalence
+
     def probe(self) -> Probe:
         try:
             version = importlib.metadata.version("jq")
@@ -92,12 +95,10 @@ class Validator(Toolchain):
         if result.timed_out:
             return self.verdict("fail", f"timed out after {self.limits().timeout_s:.0f} s (non-terminating filter?)", result)
         if report is None:
-            if result.returncode < 0 or "MemoryError" in result.stderr:
-                return self.verdict("fail", "killed by resource limits (output too large?)", result)
             return self.verdict("error", f"jq runner failed (exit {result.returncode})", result)
         gold = report["gold.jq"]
         if not gold["compiled"] or not all(r["ok"] for r in gold["results"]):
-            return self.verdict("error", "the gold filter does not run on the oracle inputs", result)
+            return self.verdict("error", "the gold filter does not run on the oracle inputs", result, reason="gold_broken")
         cand = report[self.file_name]["results"]
         unordered = task.oracle.get("order") == "unordered"
         for i, (c, g) in enumerate(zip(cand, gold["results"])):

@@ -77,6 +77,9 @@ def _first_error(log: str) -> str:
 
 
 class Validator(Toolchain):
+    SYNTAX_FAIL = "compile_error"      # pdflatex compiles
+    SEMANTIC_FAIL = "oracle_mismatch"  # document-structure checks
+
     def probe(self) -> Probe:
         exe, kind = find_pdflatex()
         if not exe:

@@ -39,6 +39,9 @@ def _project() -> Path | None:
 
 
 class Validator(Toolchain):
+    SYNTAX_FAIL = "compile_error"      # Lean elaborates
+    SEMANTIC_FAIL = "verification_failed"  # proof checking
+
     def probe(self) -> Probe:
         lean = shutil.which("lean")
         if not lean:

@@ -65,6 +65,9 @@ def _java_version() -> str:
 
 
 class Validator(Toolchain):
+    SYNTAX_FAIL = "parse_error"      # the Nextflow parser
+    SEMANTIC_FAIL = "oracle_mismatch"  # module, dataflow and control-structure checks
+
     def probe(self) -> Probe:
         if shutil.which("nextflow"):
             out = subprocess.run(["nextflow", "-v"], capture_output=True, text=True, timeout=120,

@@ -64,6 +64,9 @@ def _registers(o: dict, key: str, problems: list) -> dict:
 
 
 class Validator(Toolchain):
+    SYNTAX_FAIL = "parse_error"      # openqasm3 / Qiskit parse
+    SEMANTIC_FAIL = "wrong_output"  # circuit simulation
+
     def probe(self) -> Probe:
         v, problem = installed_versions(PACKAGES)
         if problem:
@@ -181,8 +184,7 @@ class Validator(Toolchain):
         if report is None:
             if result.timed_out:
                 return self.verdict("fail", f"parsing timed out after {self.limits().timeout_s:.0f} s", result)
-            status = "fail" if result.returncode < 0 or "MemoryError" in result.stderr else "error"
-            return self.verdict(status, f"OpenQASM runner failed (exit {result.returncode})", result)
+            return self.verdict("error", f"OpenQASM runner failed (exit {result.returncode})", result)
         if not report["ok"]:
             return self.verdict("fail", report["error"], result)
         self._pending[str(work)] = (self._key(program, task), result, duration)
@@ -198,8 +200,6 @@ class Validator(Toolchain):
             if result.timed_out:
                 return self.verdict("fail", f"simulation timed out after {self.limits().timeout_s:.0f} s "
                                             "(non-terminating loop?)", result, rest)
-            if result.returncode < 0 or "MemoryError" in result.stderr:
-                return self.verdict("fail", "killed by resource limits (circuit too large?)", result, rest)
             return self.verdict("error", f"OpenQASM runner failed (exit {result.returncode})", result, rest)
         return self.verdict(report["status"], report["diagnostics"], result,
                             report.get("seconds", result.duration_s))

@@ -14,6 +14,9 @@ MATCHES = {"isomeric": "canonical isomeric SMILES", "flat": "canonical SMILES wi
 
 
 class Validator(Toolchain):
+    SYNTAX_FAIL = "parse_error"      # RDKit parses
+    SEMANTIC_FAIL = "wrong_output"  # canonical molecule equivalence
+
     def probe(self) -> Probe:
         try:
             version = importlib.metadata.version("rdkit")
@@ -36,8 +39,7 @@ class Validator(Toolchain):
     def syntax(self, program, task, work):
         result, report = self._describe(work, [self.file_name])
         if report is None:
-            status = "fail" if result.timed_out or result.returncode < 0 else "error"
-            return self.verdict(status, f"RDKit runner failed (exit {result.returncode})", result)
+            return self.verdict("error", f"RDKit runner failed (exit {result.returncode})", result)
         entry = report[self.file_name]
         if not entry["parsed"]:
             first = entry["error"].splitlines()[0] if entry["error"] else "unparseable"
@@ -48,7 +50,7 @@ class Validator(Toolchain):
         (work / "gold.smi").write_text(task.gold, encoding="utf-8")
         result, report = self._describe(work, [self.file_name, "gold.smi"])
         if report is None or not report["gold.smi"]["parsed"]:
-            return self.verdict("error", "the gold SMILES could not be canonicalized", result)
+            return self.verdict("error", "the gold SMILES could not be canonicalized", result, reason="gold_broken")
         match = task.oracle.get("match", "isomeric")
         got, want = report[self.file_name][match], report["gold.smi"][match]
         if got != want:

@@ -149,6 +149,9 @@ def _stage_imports(source: str, unit: str, repo: Path, remappings: list[str], de
 
 
 class Validator(Toolchain):
+    SYNTAX_FAIL = "compile_error"      # solc compiles
+    SEMANTIC_FAIL = "wrong_output"  # scenario tests
+
     # --- toolchain ------------------------------------------------------------------------------
     def probe(self) -> Probe:
         name = self.card["toolchain"]
@@ -310,7 +313,8 @@ class Validator(Toolchain):
                                     compile_result)
         for unit in [gold_unit, *support]:
             if unit not in report["files"] or self._errors(report["files"][unit], "error"):
-                return self.verdict("error", f"{unit} does not compile: the task is broken", compile_result)
+                return self.verdict("error", f"{unit} does not compile: the task is broken", compile_result,
+                                    reason="gold_broken")
         if self._errors(report["files"].get(self.file_name, {"errors": []}), "error"):
             return self.verdict("fail", "the program does not compile", compile_result)
 
@@ -335,20 +339,19 @@ class Validator(Toolchain):
             return self.verdict("fail", f"scenarios timed out after {self.limits().timeout_s:.0f} s "
                                         f"(non-terminating or very expensive code?)", result, duration)
         if not out.exists() or result.returncode != 0:
-            if result.returncode < 0 or "MemoryError" in result.stderr:
-                return self.verdict("fail", "killed by resource limits", result, duration)
             return self.verdict("error", f"scenario runner failed (exit {result.returncode}): "
                                          f"{_first_line(result.stderr.strip().splitlines()[-1] if result.stderr.strip() else '')}",
                                 result, duration)
         rep = json.loads(out.read_text(encoding="utf-8"))
         gold = rep["gold"]
         if gold["declares"]:
-            return self.verdict("error", f"the gold does not meet the oracle: {gold['declares']}", result, duration)
+            return self.verdict("error", f"the gold does not meet the oracle: {gold['declares']}", result, duration,
+                                reason="gold_broken")
         for s in gold["scenarios"]:
             if not s["ok"]:
                 why = s.get("oracle_error") or s.get("mismatch")
                 return self.verdict("error", f"the gold does not meet the oracle: scenario '{s['name']}': {why}",
-                                    result, duration)
+                                    result, duration, reason="gold_broken")
         cand = rep["candidate"]
         if cand["declares"]:
             return self.verdict("fail", f"structure: {cand['declares']}", result, duration)

@@ -469,6 +469,9 @@ def _near(m: Model, spec) -> str:
 
 
 class Validator(Toolchain):
+    SYNTAX_FAIL = "parse_error"      # the SysML v2 parser
+    SEMANTIC_FAIL = "oracle_mismatch"  # dependency and semantic checks
+
     def _preferred(self):
         """A real SysML v2 implementation on PATH wins: syside CLI, then the OMG pilot's launcher."""
         for exe in ("syside", "sysml-pilot", "sysmlv2"):

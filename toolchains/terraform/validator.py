@@ -94,6 +94,9 @@ def _first(text: str, n: int = 300) -> str:
 
 
 class Validator(Toolchain):
+    SYNTAX_FAIL = "parse_error"      # terraform validate
+    SEMANTIC_FAIL = "oracle_mismatch"  # policy checks on the plan
+
     # --- which toolchain judges -------------------------------------------------------------------
     def _mode(self) -> str:
         tf, provider, _, _ = find_terraform()
@@ -195,8 +198,6 @@ class Validator(Toolchain):
             return self.verdict("fail", f"terraform timed out after {self.limits().timeout_s:.0f} s", result)
         report = self._report(aux / "report.json") if result.returncode == 0 else None
         if report is None or not isinstance(report.get("syntax"), dict):
-            if result.returncode < 0:
-                return self.verdict("fail", f"killed by resource limits (signal {-result.returncode})", result)
             return self.verdict("error", f"terraform runner failed (exit {result.returncode}): "
                                          f"{_first(result.stderr.strip().splitlines()[-1] if result.stderr.strip() else '')}",
                                 result)

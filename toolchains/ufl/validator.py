@@ -38,6 +38,9 @@ def _fmt(v: float) -> str:
 
 
 class Validator(Toolchain):
+    SYNTAX_FAIL = "compile_error"      # the program runs and defines UFL forms
+    SEMANTIC_FAIL = "wrong_output"  # form equivalence
+
     def probe(self) -> Probe:
         versions, problem = installed_versions({"fenics-ufl": "ufl", "fenics-basix": "basix"})
         if problem:
@@ -103,8 +106,6 @@ class Validator(Toolchain):
     def _runner_failure(self, result):
         if result.timed_out:
             return "fail", f"timed out after {self.limits().timeout_s:.0f} s"
-        if result.returncode < 0 or "MemoryError" in result.stderr:
-            return "fail", f"killed by resource limits (exit {result.returncode})"
         return "error", f"UFL runner failed (exit {result.returncode})"
 
     def _preflight(self, entry: dict, forms: dict) -> str | None:
@@ -147,7 +148,7 @@ class Validator(Toolchain):
         forms = task.oracle["forms"]
         gold_problem = self._preflight(report["programs"]["gold"], forms)
         if gold_problem:
-            return self.verdict("error", f"the gold is unusable: {gold_problem}", result)
+            return self.verdict("error", f"the gold is unusable: {gold_problem}", result, reason="gold_broken")
         cand = report["programs"]["candidate"]
         problem = self._preflight(cand, forms)
         if problem:

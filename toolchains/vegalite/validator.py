@@ -616,6 +616,9 @@ def _title_text(spec: dict):
 # --- the validator -------------------------------------------------------------------------------
 
 class Validator(Toolchain):
+    SYNTAX_FAIL = "parse_error"      # JSON + the Vega-Lite schema
+    SEMANTIC_FAIL = "oracle_mismatch"  # chart-intent checks
+
     @property
     def node_modules(self) -> Path:
         return self.folder / "node_modules"
@@ -717,7 +720,7 @@ class Validator(Toolchain):
         gold = (report or {}).get(GOLD_IN_WORK)
         if gold is None or not gold["ok"]:
             why = gold["error"] if gold else f"exit {result.returncode}"
-            return self.verdict("error", f"the gold chart does not run: {why}", result)
+            return self.verdict("error", f"the gold chart does not run: {why}", result, reason="gold_broken")
         cand = report.get(self.file_name)
         if cand is None:
             if result.timed_out:
@@ -735,7 +738,7 @@ class Validator(Toolchain):
         absent = [ch for ch in channels if ch not in gold["scales"]]
         if absent:
             return self.verdict("error", f"the gold chart has no top-level {absent[0]} scale whose order could be "
-                                         f"compared (oracle: sort)", result)
+                                         f"compared (oracle: sort)", result, reason="gold_broken")
         problem = compare_scales(cand["scales"], gold["scales"], channels)
         if problem:
             return self.verdict("fail", f"sort: {problem}", result)

@@ -66,6 +66,9 @@ def testbench(oracle: dict, tag: str) -> str:
 
 
 class Validator(Toolchain):
+    SYNTAX_FAIL = "compile_error"      # iverilog compiles
+    SEMANTIC_FAIL = "wrong_output"  # testbench simulation
+
     def probe(self) -> Probe:
         if not shutil.which("iverilog") or not shutil.which("vvp"):
             return Probe(self.dsl, self.card["toolchain"], "", False,
@@ -126,7 +129,8 @@ class Validator(Toolchain):
         (work / "gold.sv").write_text(task.gold)
         gold_run, gold_out = self._simulate("gold.sv", "tb.sv", work)
         if gold_out is None:
-            return self.verdict("error", "the gold design does not simulate with the generated testbench", gold_run)
+            return self.verdict("error", "the gold design does not simulate with the generated testbench", gold_run,
+                                reason="gold_broken")
         cand_run, cand_out = self._simulate(self.file_name, "tb.sv", work)
         duration = gold_run.duration_s + cand_run.duration_s
         if cand_out is None:

@@ -76,6 +76,9 @@ def _runner():
 
 
 class Validator(Toolchain):
+    SYNTAX_FAIL = "compile_error"      # OpenVAF compiles
+    SEMANTIC_FAIL = "wrong_output"  # behavioral tests in the simulator
+
     def probe(self) -> Probe:
         vb = _vacask()
         if vb is None:
@@ -207,7 +210,7 @@ class Validator(Toolchain):
         (work / "oracle.json").write_text(json.dumps(task.oracle), encoding="utf-8")
         gold_run, gold_error = self._gold_results(task, work)
         if gold_error:
-            return self.verdict("error", gold_error, gold_run)
+            return self.verdict("error", gold_error, gold_run, reason="gold_broken")
         result = self.run([Path(sys.executable).name, "run_va.py", "compare", self.file_name, "gold_results.json",
                            "oracle.json", "report.json"], work)
         report_path = work / "report.json"

@@ -274,7 +274,17 @@ def table_ii(cells: pd.DataFrame, n_boot: int = 2000, seed: int = 0, scheme: str
              weights: str | None = None) -> pd.DataFrame:
     """Both metrics in the paper's Table II layout: DSL eta2 [CI], model eta2 [CI], residual."""
     parts = [decompose(cells, v, n_boot, seed, scheme, weights) for v in ("semantic_pct", "syntax_pct")]
-    return pd.concat(parts, ignore_index=True)
+    out = pd.concat(parts, ignore_index=True)
+    out["inexact_judges"] = inexact_judges(cells)
+    return out
+
+
+def inexact_judges(cells: pd.DataFrame) -> str:
+    """The DSLs whose cells were judged (in part) by an inexact stand-in judge, or 'none'."""
+    if "judge_exact" not in cells or cells.empty:
+        return "unknown (no judge recorded)"
+    bad = cells.loc[~cells["judge_exact"].fillna(True).astype(bool), "dsl"]
+    return ", ".join(sorted(set(bad))) or "none"
 
 
 def table_ii_wide(long: pd.DataFrame) -> pd.DataFrame:
@@ -287,7 +297,8 @@ def table_ii_wide(long: pd.DataFrame) -> pd.DataFrame:
         rows.append({"metric": metric, "bootstrap": scheme, "DSLs": int(g["dsls"].iloc[0]),
                      "models": int(g["models"].iloc[0]), "DSL eta2 % [95% CI]": fmt("dsl"),
                      "model eta2 % [95% CI]": fmt("model"),
-                     "residual %": "n/a" if not g.loc["resid", "estimable"] else f"{g.loc['resid', 'eta2_pct']:.2f}"})
+                     "residual %": "n/a" if not g.loc["resid", "estimable"] else f"{g.loc['resid', 'eta2_pct']:.2f}",
+                     "inexact judges": g["inexact_judges"].iloc[0] if "inexact_judges" in g else "unknown"})
     return pd.DataFrame(rows)
 
 

@@ -1,0 +1,236 @@
+"""Pass rates: the one definition every page, table and test uses.
+
+A *record* is one verdict row (dsl, task, model, method, sample; a refinement chain counts once, by
+its last round). Each record is classified as
+
+  evaluated    both levels judged (`pass` / `fail`): it enters both rates
+  unavailable  a level is `unavailable` (no judge here): excluded, counted by reason
+  error        a level is `error` (our fault: provider, harness, gold, sandbox): excluded, counted by reason
+  unjudged     a status is missing (a record of an unknown shape): excluded, counted
+
+The denominator rule: syntax and semantic rates of a group share one denominator, its evaluated
+records, so the syntax-semantic gap compares the same programs. A record whose semantic level
+errored is excluded from both rates. Paired comparisons (interventions vs. their matched baseline)
+use the records evaluated under both methods, and their gain is the difference on that paired set,
+so the gain table, the paired bootstrap and McNemar see the same pairs.
+
+Aggregates: *macro* = mean over cells (every DSL-model cell weighs the same, the paper's primary);
+*task-weighted* = pooled passes / pooled evaluated records.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+JUDGED = ("pass", "fail")
+KEY_FIELDS = ("dsl", "task_id", "model", "method", "sample")
+PAIR_KEYS = ["dsl", "task_id", "model", "sample"]
+GROUP = ("dsl", "model", "method")
+RATE_COLUMNS = ["records", "evaluated", "tasks_evaluated", "unavailable", "errors", "unjudged", "syntax_pass",
+                "semantic_pass", "syntax_pct", "semantic_pct", "gap_pp", "judge", "judge_exact", "excluded_reasons"]
+
+
+def with_rounds(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """The verdict table with an integer `round` column (0 where a record has none)."""
+    df = verdicts.copy()
+    rounds = df["round"] if "round" in df else pd.Series(0, index=df.index)
+    df["round"] = pd.to_numeric(rounds, errors="coerce").fillna(0).astype(int)
+    return df
+
+
+def final_verdicts(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """One record per (dsl, task, model, method, sample): the last round of each refinement chain."""
+    df = with_rounds(verdicts)
+    if df.empty or not (df["round"] > 0).any():  # no refinement rounds: one record per key already
+        return df
+    return (df.sort_values([*KEY_FIELDS, "round"]).groupby(list(KEY_FIELDS), as_index=False).tail(1)
+              .reset_index(drop=True))
+
+
+def classify(verdicts: pd.DataFrame) -> pd.Series:
+    """evaluated / unavailable / error / unjudged for each record (see the module docstring)."""
+    syn = verdicts["syntax_status"].astype("object")
+    sem = verdicts["semantic_status"].astype("object")
+    out = pd.Series("unjudged", index=verdicts.index, dtype="object")
+    out[syn.isin(JUDGED) & sem.isin(JUDGED)] = "evaluated"
+    out[(syn == "error") | (sem == "error")] = "error"
+    out[(syn == "unavailable") | (sem == "unavailable")] = "unavailable"
+    return out
+
+
+def exclusion_reason(verdicts: pd.DataFrame) -> pd.Series:
+    """For records that are not evaluated: the reason of the first level that was not judged ('' otherwise)."""
+    syn_ok = verdicts["syntax_status"].isin(JUDGED)
+    syn_r = _reasons(verdicts, "syntax")
+    sem_r = _reasons(verdicts, "semantic")
+    out = syn_r.where(~syn_ok, sem_r)
+    return out.where(classify(verdicts) != "evaluated", "")
+
+
+def _reasons(df: pd.DataFrame, level: str) -> pd.Series:
+    col = f"{level}_reason"
+    status = df[f"{level}_status"].astype("object").fillna("missing")
+    if col not in df:
+        return status.map(lambda s: f"({s}, no reason recorded)")
+    return df[col].astype("object").where(df[col].notna() & (df[col] != ""),
+                                          status.map(lambda s: f"({s}, no reason recorded)"))
+
+
+def rates(verdicts: pd.DataFrame, by=GROUP, final: bool = True) -> pd.DataFrame:
+    """Per group (default DSL x model x method): counts, pass rates (%), the gap, the judge and exclusions.
+
+    final=False keeps every refinement round (for per-round tables grouped by `round`).
+    """
+    by = list(by)
+    if verdicts.empty:
+        return pd.DataFrame(columns=by + RATE_COLUMNS)
+    df = final_verdicts(verdicts) if final else with_rounds(verdicts)
+    cls = classify(df)
+    ev = cls == "evaluated"
+    exact = df["judge_exact"] if "judge_exact" in df else pd.Series(True, index=df.index)
+    judge = (df["toolchain"].fillna("").astype(str) + " " + df["toolchain_version"].fillna("").astype(str)).str.strip() \
+        if "toolchain" in df else pd.Series("", index=df.index)
+    df = df.assign(_ev=ev.astype(int), _syn=(ev & (df["syntax_status"] == "pass")).astype(int),
+                   _sem=(ev & (df["semantic_status"] == "pass")).astype(int),
+                   _una=(cls == "unavailable").astype(int), _err=(cls == "error").astype(int),
+                   _unj=(cls == "unjudged").astype(int), _task=df["task_id"].where(ev),
+                   _exact=exact.astype("object").fillna(True).astype(bool), _judge=judge.where(ev, ""),
+                   _why=exclusion_reason(df))
+    g = df.groupby(by, sort=True)
+    out = pd.DataFrame({"records": g.size(), "evaluated": g["_ev"].sum(), "tasks_evaluated": g["_task"].nunique(),
+                        "unavailable": g["_una"].sum(), "errors": g["_err"].sum(), "unjudged": g["_unj"].sum(),
+                        "syntax_pass": g["_syn"].sum(), "semantic_pass": g["_sem"].sum(),
+                        "judge": g["_judge"].agg(lambda s: ", ".join(sorted(set(s) - {""}))),
+                        "judge_exact": g["_exact"].all(),
+                        "excluded_reasons": g["_why"].agg(_count_reasons)}).reset_index()
+    n = out["evaluated"].where(out["evaluated"] > 0)
+    out["syntax_pct"] = 100 * out["syntax_pass"] / n
+    out["semantic_pct"] = 100 * out["semantic_pass"] / n
+    out["gap_pp"] = out["syntax_pct"] - out["semantic_pct"]
+    return out[by + RATE_COLUMNS]
+
+
+def _count_reasons(reasons: pd.Series) -> str:
+    counts = reasons[reasons != ""].value_counts()
+    return ", ".join(f"{r} {n}" for r, n in counts.items())
+
+
+def exclusions(verdicts: pd.DataFrame, by=("dsl",)) -> pd.DataFrame:
+    """Excluded records per group, status and reason (long form), most frequent first."""
+    by = list(by)
+    cols = by + ["status", "reason", "records"]
+    if verdicts.empty:
+        return pd.DataFrame(columns=cols)
+    df = final_verdicts(verdicts)
+    df = df.assign(status=classify(df), reason=exclusion_reason(df))
+    df = df[df["status"] != "evaluated"]
+    if df.empty:
+        return pd.DataFrame(columns=cols)
+    out = df.groupby(by + ["status", "reason"]).size().rename("records").reset_index()
+    return out.sort_values(by + ["records"], ascending=[True] * len(by) + [False]).reset_index(drop=True)[cols]
+
+
+def overall(cells: pd.DataFrame) -> pd.DataFrame:
+    """Macro means over cells with evaluated records, the gap, and the task-weighted aggregate."""
+    c = cells[cells["evaluated"] > 0]
+    n = int(c["evaluated"].sum())
+    rows = [
+        ("cells (with evaluated records)", len(c), "count"),
+        ("DSLs", c["dsl"].nunique(), "count"),
+        ("models", c["model"].nunique(), "count"),
+        ("evaluated records", n, "count"),
+        ("excluded: unavailable", int(cells["unavailable"].sum()), "count"),
+        ("excluded: error", int(cells["errors"].sum()), "count"),
+        ("excluded: unjudged", int(cells["unjudged"].sum()), "count"),
+        ("mean syntax pass rate (macro)", c["syntax_pct"].mean() if len(c) else np.nan, "%"),
+        ("mean semantic pass rate (macro)", c["semantic_pct"].mean() if len(c) else np.nan, "%"),
+        ("syntax-semantic gap (macro)", c["gap_pp"].mean() if len(c) else np.nan, "pp"),
+        ("syntax pass rate (task-weighted)", 100 * c["syntax_pass"].sum() / n if n else np.nan, "%"),
+        ("semantic pass rate (task-weighted)", 100 * c["semantic_pass"].sum() / n if n else np.nan, "%"),
+        ("syntax-semantic gap (task-weighted)",
+         100 * (c["syntax_pass"].sum() - c["semantic_pass"].sum()) / n if n else np.nan, "pp"),
+    ]
+    return pd.DataFrame(rows, columns=["statistic", "value", "unit"])
+
+
+# --- paired comparisons (interventions) -----------------------------------------------------------
+
+def pairs(verdicts: pd.DataFrame, method: str, level: str = "semantic", baseline: str = "baseline") -> pd.DataFrame:
+    """Task-level pairs (baseline pass, method pass) over records evaluated under both methods."""
+    df = final_verdicts(verdicts)
+    df = df[classify(df) == "evaluated"]
+    b = df[df["method"] == baseline][PAIR_KEYS + [f"{level}_status"]]
+    m = df[df["method"] == method][PAIR_KEYS + [f"{level}_status"]]
+    p = b.merge(m, on=PAIR_KEYS, suffixes=("_baseline", "_method"))
+    p["baseline"] = (p[f"{level}_status_baseline"] == "pass").astype(int)
+    p["treated"] = (p[f"{level}_status_method"] == "pass").astype(int)
+    return p[PAIR_KEYS + ["baseline", "treated"]]
+
+
+GAIN_COLUMNS = ["dsl", "model", "method", "evaluated", "syntax_pct", "semantic_pct", "syntax_pct_baseline",
+                "semantic_pct_baseline", "syntax_gain_pp", "semantic_gain_pp"]
+
+
+def gains(verdicts: pd.DataFrame, baseline: str = "baseline") -> pd.DataFrame:
+    """Per DSL x model x method: both rates on the paired set and the gain (pp) over the matched baseline."""
+    methods = sorted(set(verdicts.get("method", pd.Series(dtype=str)).dropna()) - {baseline})
+    rows = []
+    for method in methods:
+        syn, sem = pairs(verdicts, method, "syntax", baseline), pairs(verdicts, method, "semantic", baseline)
+        for (dsl, model), s in syn.groupby(["dsl", "model"]):
+            t = sem[(sem["dsl"] == dsl) & (sem["model"] == model)]
+            r = {"dsl": dsl, "model": model, "method": method, "evaluated": len(s),
+                 "syntax_pct": 100 * s["treated"].mean(), "semantic_pct": 100 * t["treated"].mean(),
+                 "syntax_pct_baseline": 100 * s["baseline"].mean(), "semantic_pct_baseline": 100 * t["baseline"].mean()}
+            r["syntax_gain_pp"] = r["syntax_pct"] - r["syntax_pct_baseline"]
+            r["semantic_gain_pp"] = r["semantic_pct"] - r["semantic_pct_baseline"]
+            rows.append(r)
+    return pd.DataFrame(rows, columns=GAIN_COLUMNS)
+
+
+# --- loud failure ---------------------------------------------------------------------------------
+
+DEFAULT_MIN_JUDGED = 0.5
+
+
+def judging_health(verdicts: pd.DataFrame) -> pd.DataFrame:
+    """Per DSL: records, judged (evaluated) and the share judged among records a judge was expected for.
+
+    A DSL whose toolchain is missing here (`toolchain_unavailable`) is reported, not counted against
+    the run: `dslbench doctor` and the book already say it cannot be judged.
+    """
+    cols = ["dsl", "records", "evaluated", "expected", "judged_fraction", "top_reason", "top_reason_records"]
+    if verdicts.empty:
+        return pd.DataFrame(columns=cols)
+    df = final_verdicts(verdicts)
+    df = df.assign(_cls=classify(df), _why=exclusion_reason(df))
+    rows = []
+    for dsl, g in df.groupby("dsl"):
+        expected = g[g["_why"] != "toolchain_unavailable"]
+        ev = int((g["_cls"] == "evaluated").sum())
+        why = expected.loc[expected["_cls"] != "evaluated", "_why"].value_counts()
+        rows.append({"dsl": dsl, "records": len(g), "evaluated": ev, "expected": len(expected),
+                     "judged_fraction": ev / len(expected) if len(expected) else float("nan"),
+                     "top_reason": why.index[0] if len(why) else "", "top_reason_records": int(why.iloc[0]) if len(why) else 0})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def underjudged(verdicts: pd.DataFrame, min_judged: float = DEFAULT_MIN_JUDGED) -> pd.DataFrame:
+    """The DSLs of `judging_health` whose judged fraction is below `min_judged`."""
+    h = judging_health(verdicts)
+    return h[h["judged_fraction"] < min_judged].reset_index(drop=True)
+
+
+class RunCannotJudge(RuntimeError):
+    """Too few records of a DSL were judged: the run's numbers would describe almost nothing."""
+
+
+def require_judged(verdicts: pd.DataFrame, min_judged: float = DEFAULT_MIN_JUDGED) -> None:
+    bad = underjudged(verdicts, min_judged)
+    if len(bad):
+        parts = [f"{r.dsl}: {r.evaluated}/{r.expected} judged, top reason {r.top_reason} ({r.top_reason_records})"
+                 for r in bad.itertuples()]
+        raise RunCannotJudge(f"fewer than {100 * min_judged:.0f} % of the records were judged for "
+                             f"{len(bad)} DSL(s): " + "; ".join(parts) +
+                             ". The verdicts are kept; fix the cause (see `dslbench doctor` and the verdict logs) "
+                             "and validate again, or lower the threshold with --min-judged.")
