@@ -80,3 +80,48 @@ def test_degrades_to_rlimits_and_says_so(work, monkeypatch):
     finally:
         monkeypatch.delenv("DSLBENCH_SANDBOX")
         sandbox.sandbox_mode.cache_clear()
+
+
+def test_an_environment_under_tmp_stays_visible(work, monkeypatch, tmp_path):
+    """A venv or checkout under /tmp (masked by the sandbox's private /tmp) is re-exposed read-only."""
+    prefix = tmp_path / "env"          # pytest's tmp_path lives under /tmp
+    prefix.mkdir()
+    (prefix / "marker").write_text("interpreter files")
+    for p in (tmp_path, prefix, prefix / "marker"):
+        p.chmod(0o755 if p.is_dir() else 0o644)
+    monkeypatch.setattr(sys, "prefix", str(prefix))
+    r = run(["cat", str(prefix / "marker")], work)
+    assert r.returncode == 0 and r.stdout == "interpreter files", r.log
+    r = run(["sh", "-c", f"echo x > {prefix}/new; echo rc=$?"], work)
+    assert "rc=0" not in r.stdout and "Read-only" in r.stderr and not (prefix / "new").exists()
+
+
+def test_host_scratch_files_and_unix_sockets_are_not_visible(work, tmp_path):
+    """Files and listening Unix sockets under /var/tmp and /run are host state: the sandbox sees empty ones."""
+    import os
+    import socket
+    secret = f"/var/tmp/dslbench-test-secret-{os.getpid()}"
+    sock_path = f"/var/tmp/dslbench-test-{os.getpid()}.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        with open(secret, "w") as f:
+            f.write("s3cret")
+        os.chmod(secret, 0o644)
+        listener.bind(sock_path)
+        os.chmod(sock_path, 0o777)
+        listener.listen(1)
+        listener.settimeout(3)
+        probe = ("import socket,sys\ns=socket.socket(socket.AF_UNIX)\n"
+                 f"try:\n    s.connect({sock_path!r}); s.send(b'hi'); print('connected')\n"
+                 "except OSError as e:\n    print('refused', e)\n"
+                 f"print(open({secret!r}).read() if __import__('os').path.exists({secret!r}) else 'no secret')\n")
+        (work / "probe.py").write_text(probe)
+        r = run([sys.executable, "probe.py"], work)
+        assert "refused" in r.stdout and "no secret" in r.stdout and "s3cret" not in r.log, r.log
+        with pytest.raises(socket.timeout):
+            listener.accept()
+    finally:
+        listener.close()
+        for p in (secret, sock_path):
+            if os.path.exists(p):
+                os.unlink(p)

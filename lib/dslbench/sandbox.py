@@ -1,7 +1,9 @@
 """Run untrusted programs (model outputs fed to toolchains) in a sandbox.
 
 Every validator goes through `run()`. With bubblewrap: no network, read-only root, a private
-writable work directory mounted at /tmp/work, private /tmp, the process dies with its parent, and
+writable work directory mounted at /tmp/work, private empty /tmp, /var/tmp and /run (no host
+scratch files or Unix sockets; the interpreter, environment and project are re-exposed read-only
+wherever they live, e.g. a venv under /tmp), the process dies with its parent, and
 (when we are root) the program runs as `nobody` so the process-count limit is enforced. Always:
 rlimits on CPU, address space, file size, open files and processes, a wall-clock timeout and a
 cap on captured output. Where bubblewrap cannot run (no user namespaces in some containers) it
@@ -75,29 +77,37 @@ class RunResult:
 def _bwrap_base(as_root: bool) -> list[str]:
     args = ["bwrap", "--die-with-parent", "--new-session",
             "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
-            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
-            "--perms", "1777", "--tmpfs", "/tmp"]
+            "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
+    # Private, empty views of the host's shared scratch and socket places (no host sockets or files),
+    # and of root's home (keys, caches) when we are root.
+    masked = ["/tmp", "/var/tmp", "/run"] + (["/root"] if as_root else [])
+    for m in masked:
+        if Path(m).is_dir() and not Path(m).is_symlink():
+            args += ["--perms", "1777" if m != "/root" else "0755", "--tmpfs", m]
+    # The interpreter, the environment and the project stay visible wherever they live (a venv under
+    # /tmp, a checkout under /root...): re-expose each read-only on top of the masks.
+    for p in _exposed_paths(masked):
+        parents = []
+        q = Path(p).parent
+        while str(q) != "/" and not any(str(q) == m for m in masked):
+            parents.append(q)
+            q = q.parent
+        for d in reversed(parents):
+            args += ["--perms", "0755", "--dir", str(d)]
+        args += ["--ro-bind", p, p]
     if as_root:
-        # Hide root's home (keys, caches) but keep the Python installation and the project readable.
-        args += ["--perms", "0755", "--tmpfs", "/root"]
-        for p in _exposed_paths():
-            parents = []
-            q = Path(p).parent
-            while str(q) not in ("/", "/root") and str(q).startswith("/root"):
-                parents.append(q)
-                q = q.parent
-            for d in reversed(parents):
-                args += ["--perms", "0755", "--dir", str(d)]
-            args += ["--ro-bind", p, p]
         args += ["--cap-add", "CAP_SETUID,CAP_SETGID"]
     else:
         args.insert(1, "--unshare-user-try")
     return args
 
 
-def _exposed_paths() -> list[str]:
-    paths = {sys.base_prefix, sys.prefix, str(repo_root())}
-    return sorted(p for p in paths if p.startswith("/root/"))
+def _exposed_paths(masked: list[str]) -> list[str]:
+    paths = {sys.base_prefix, sys.prefix, str(repo_root()), str(Path(sys.executable).resolve().parent.parent)}
+    paths = {str(Path(p).resolve()) for p in paths} | paths
+    under = [p for p in paths if any(p == m or p.startswith(m + "/") for m in masked) and p not in masked]
+    # only the outermost of nested paths needs a bind
+    return sorted(p for p in under if not any(p != q and p.startswith(q + "/") for q in under))
 
 
 def _drop_to_nobody() -> list[str]:
