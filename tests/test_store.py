@@ -144,3 +144,45 @@ def test_a_run_of_an_older_schema_is_refused_before_anything_is_written(tmp_path
         assert "schema 99" in str(e)
     else:
         raise AssertionError("a future schema must be refused")
+
+
+def test_a_second_writer_on_one_run_folder_is_refused(tmp_path):
+    """Two validates at once on one run would judge every item twice: the second is refused, clearly."""
+    import sys
+    from conftest import run_cli
+    run = tmp_path / "run"
+    RunStore(run)
+    holder = subprocess.Popen([sys.executable, "-c", "import sys, time\nfrom dslbench.store import RunStore\n"
+                               f"with RunStore({str(run)!r}).writer('validate'):\n    print('held', flush=True)\n"
+                               "    time.sleep(60)\n"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        r = run_cli("validate", "--run", str(run), timeout=300)
+        assert r.returncode == 2 and "run folder is busy (dslbench validate, pid" in r.stderr, r.stderr
+        assert not (run / "run.json").exists()
+    finally:
+        holder.kill()
+        holder.wait()
+    assert run_cli("validate", "--run", str(run), "--min-judged", "0", timeout=300).returncode == 0  # freed by the kill
+
+
+def test_sigterm_and_sigkill_leave_no_work_folders_behind(tmp_path):
+    """SIGTERM ends a run like Ctrl-C (work folders removed); what a SIGKILL leaves is swept at the next start."""
+    import tempfile
+    from dslbench.sandbox import sweep_leftovers
+    stale = Path(tempfile.gettempdir()) / "dslbench-999999999-stale"     # a pid that cannot exist
+    stale.mkdir(exist_ok=True)
+    run = tmp_path / "run"
+    gold_generations(run, n_per_dsl=4)
+    cmd = dslbench_cmd("validate", "--run", str(run), "--executor", "thread", "--workers", "1", "--no-progress")
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and not (run / "verdicts.jsonl").exists():
+        time.sleep(0.05)
+    assert not stale.exists(), "the start of a run sweeps folders of dead processes"
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 130 and "finished records are kept" in err
+    mine = list(Path(tempfile.gettempdir()).glob(f"dslbench-*{proc.pid}-*"))
+    assert not mine, f"left behind: {mine}"
+    assert sweep_leftovers() >= 0

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 from pathlib import Path
 
@@ -162,6 +163,10 @@ def cmd_batch(args) -> int:
     return 1 if any(e["status"].startswith("failed") for e in entries) else 0
 
 
+def _terminate(signum, frame):
+    raise KeyboardInterrupt
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="dslbench", description="DSL-Bench: LLM code generation across DSLs")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -234,6 +239,11 @@ def main(argv=None) -> int:
     p.set_defaults(fn=cmd_batch)
 
     args = parser.parse_args(argv)
+    if args.command in ("generate", "validate", "selfcheck", "pipeline"):
+        from .sandbox import sweep_leftovers
+        sweep_leftovers()               # work folders a killed run left behind
+        # SIGTERM (a scheduler, `kill`) ends the run like Ctrl-C: finished records kept, work folders removed
+        signal.signal(signal.SIGTERM, _terminate)
     try:
         return args.fn(args)
     except KeyboardInterrupt:

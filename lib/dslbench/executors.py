@@ -50,7 +50,21 @@ def _die_with_parent() -> None:
         pass
 
 
+KINDS = ("process", "thread", "dask-local")
+REMOTE = ("tcp://", "tls://", "dask://")
+
+
+def check_executor(kind: str | None) -> None:
+    """Refuse an unknown executor before anything starts or is written."""
+    from .errors import UserError
+    kind = kind or os.environ.get("DSLBENCH_EXECUTOR", "process")
+    if kind not in KINDS and not kind.startswith(REMOTE):
+        raise UserError(f"option --executor: unknown executor {kind!r}: use process, thread, dask-local or "
+                        "tcp://host:port")
+
+
 def make_executor(kind: str | None = None, workers: int | None = None) -> Executor:
+    check_executor(kind)
     kind = kind or os.environ.get("DSLBENCH_EXECUTOR", "process")
     workers = workers or os.cpu_count() or 1
     if kind == "process":

@@ -107,44 +107,45 @@ def run_generation(run_dir, dsls=None, models=None, limit=None, samples: int = 1
     params = {**DEFAULT_PARAMS, **(params or {})}
     cache_dir = str(cache_dir or default_cache_dir())
     store = RunStore(run_dir)
-    store.log_invocation("generate", {"dsls": list(tasks), "models": models, "limit": limit, "samples": samples,
-                                      "method": method, "params": params, "executor": executor,
-                                      "retry_errors": retry_errors, "timeout": timeout})
-    done = store.keys("generations", retry=retry_errors)
-    todo = []
-    for dsl, task_list in tasks.items():
-        tc = toolchains.get(dsl)
-        for task in task_list:
-            base = {"messages": build_messages(task, tc), "prompt_version": PROMPT_VERSION} if prompt_fn is None else None
-            for model in models:
-                for sample in range(samples):
-                    p = base or prompt_fn(task, tc, model, sample)
-                    if p is None:
-                        continue
-                    extra = {k: v for k, v in p.items() if k != "messages"}
-                    rec = {**_task_fields(task), "model": model, "method": method, "sample": sample, **extra}
-                    if record_key(rec) not in done:
-                        todo.append((rec, p["messages"]))
-    # A local in-process model wants one worker (it uses every core itself); remote APIs wait on I/O.
-    embedded = any(s.embedded for s in specs.values())
-    workers = workers or (1 if embedded else 4)
-    kind = executor or ("process" if embedded else "thread")
-    def write(item, res: dict) -> None:
-        rec, messages = item
-        tc = toolchains.get(rec["dsl"])
-        program, rule = extract_program(res["text"], tc.fence_aliases) if res["status"] == "ok" else ("", "none")
-        store.append("generations", {
-            "prompt_version": PROMPT_VERSION, **rec, "messages": messages, "litellm_model": res["model"],
-            "params": res["params"], "raw_output": res["text"], "program": program, "extraction_rule": rule,
-            "generation_status": res["status"], "generation_error": res["error"],
-            "generation_reason": res.get("reason") or ("ok" if res["status"] == "ok" else "provider_error"),
-            "finish_reason": res.get("finish_reason"), "api_base": res.get("api_base"), "cached": res["cached"],
-            "usage": res["usage"], "generation_duration_s": res["duration_s"], "attempts": res["attempts"],
-            "revision": code_revision(), "finished": now()})
+    with store.writer("generate"):  # one writer per run folder
+        store.log_invocation("generate", {"dsls": list(tasks), "models": models, "limit": limit, "samples": samples,
+                                          "method": method, "params": params, "executor": executor,
+                                          "retry_errors": retry_errors, "timeout": timeout})
+        done = store.keys("generations", retry=retry_errors)
+        todo = []
+        for dsl, task_list in tasks.items():
+            tc = toolchains.get(dsl)
+            for task in task_list:
+                base = {"messages": build_messages(task, tc), "prompt_version": PROMPT_VERSION} if prompt_fn is None else None
+                for model in models:
+                    for sample in range(samples):
+                        p = base or prompt_fn(task, tc, model, sample)
+                        if p is None:
+                            continue
+                        extra = {k: v for k, v in p.items() if k != "messages"}
+                        rec = {**_task_fields(task), "model": model, "method": method, "sample": sample, **extra}
+                        if record_key(rec) not in done:
+                            todo.append((rec, p["messages"]))
+        # A local in-process model wants one worker (it uses every core itself); remote APIs wait on I/O.
+        embedded = any(s.embedded for s in specs.values())
+        workers = workers or (1 if embedded else 4)
+        kind = executor or ("process" if embedded else "thread")
+        def write(item, res: dict) -> None:
+            rec, messages = item
+            tc = toolchains.get(rec["dsl"])
+            program, rule = extract_program(res["text"], tc.fence_aliases) if res["status"] == "ok" else ("", "none")
+            store.append("generations", {
+                "prompt_version": PROMPT_VERSION, **rec, "messages": messages, "litellm_model": res["model"],
+                "params": res["params"], "raw_output": res["text"], "program": program, "extraction_rule": rule,
+                "generation_status": res["status"], "generation_error": res["error"],
+                "generation_reason": res.get("reason") or ("ok" if res["status"] == "ok" else "provider_error"),
+                "finish_reason": res.get("finish_reason"), "api_base": res.get("api_base"), "cached": res["cached"],
+                "usage": res["usage"], "generation_duration_s": res["duration_s"], "attempts": res["attempts"],
+                "revision": code_revision(), "finished": now()})
 
-    jobs = [((rec, messages), _generate_job, (rec["model"], messages, params, rec["sample"], cache_dir, timeout))
-            for rec, messages in todo]
-    fan_out(jobs, write, kind, workers, "generate", progress)
+        jobs = [((rec, messages), _generate_job, (rec["model"], messages, params, rec["sample"], cache_dir, timeout))
+                for rec, messages in todo]
+        fan_out(jobs, write, kind, workers, "generate", progress)
     return summarize_generations(store)
 
 
@@ -173,6 +174,14 @@ def run_validation(run_dir, dsls=None, executor: str | None = None, workers: int
     DSL's records were judged, e.g. because the sandbox could not start its runner (None: no check).
     """
     store = RunStore(run_dir)
+    with store.writer("validate"):
+        table = _validate_into(store, dsls, executor, workers, progress)
+    if min_judged is not None:
+        metrics.require_judged(table[table["dsl"].isin(dsls)] if dsls else table, min_judged)
+    return table
+
+
+def _validate_into(store: RunStore, dsls, executor, workers, progress) -> pd.DataFrame:
     gens = [g for g in store.records("generations") if not dsls or g["dsl"] in dsls]
     tasks = load_tasks(sorted({g["dsl"] for g in gens})) if gens else {}
     by_id = {t.id: t for ts in tasks.values() for t in ts}
@@ -199,10 +208,7 @@ def run_validation(run_dir, dsls=None, executor: str | None = None, workers: int
             jobs.append((gen, _evaluate_job, (gen["dsl"], by_id[gen["task_id"]], gen["program"])))
     fan_out(jobs, write, executor, workers, "validate", progress)
     store.export()
-    table = store.verdict_table()
-    if min_judged is not None:
-        metrics.require_judged(table[table["dsl"].isin(dsls)] if dsls else table, min_judged)
-    return table
+    return store.verdict_table()
 
 
 # --- validators proving themselves -------------------------------------------------------------

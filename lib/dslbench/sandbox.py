@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import resource
 import shlex
 import shutil
@@ -158,10 +159,36 @@ def _read_capped(path: Path) -> str:
 
 
 def new_workdir(prefix: str = "dslbench-") -> Path:
-    """A private, empty work directory on the host (removed by the caller with shutil.rmtree)."""
-    d = Path(tempfile.mkdtemp(prefix=prefix))
+    """A private, empty work directory on the host (removed by the caller with shutil.rmtree).
+
+    Its name carries the creating process id, so that `sweep_leftovers` can tell the folders of a
+    killed run from those of a live one.
+    """
+    d = Path(tempfile.mkdtemp(prefix=f"{prefix}{os.getpid()}-"))
     d.chmod(0o755)
     return d
+
+
+_LEFTOVER = re.compile(r"^dslbench-(?:[a-z]+-)*(\d+)-")
+
+
+def sweep_leftovers() -> int:
+    """Remove work and log folders of dslbench processes that no longer exist (a SIGKILL leaves them)."""
+    removed = 0
+    for d in Path(tempfile.gettempdir()).glob("dslbench-*"):
+        m = _LEFTOVER.match(d.name)
+        if not m or not d.is_dir():
+            continue
+        try:
+            os.kill(int(m.group(1)), 0)
+            continue                      # its process is alive: not ours to remove
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        shutil.rmtree(d, ignore_errors=True)
+        removed += 1
+    return removed
 
 
 def run(cmd: list[str], work: Path, limits: Limits | None = None, env: dict[str, str] | None = None,
@@ -194,7 +221,7 @@ def run(cmd: list[str], work: Path, limits: Limits | None = None, env: dict[str,
         base_env["HOME"] = str(work)
         full, popen_env, cwd = cmd, base_env, str(work)
     shown = shlex.join(cmd)
-    logs = Path(tempfile.mkdtemp(prefix="dslbench-log-"))
+    logs = new_workdir("dslbench-log-")
     try:
         with open(logs / "out", "wb") as out, open(logs / "err", "wb") as err:
             t0 = time.monotonic()

@@ -15,7 +15,9 @@ replaces it, so a rerun can retry provider errors without editing the file.
 """
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import fcntl
 import json
 import os
 from pathlib import Path
@@ -134,6 +136,33 @@ class RunStore:
     def keys(self, kind: str, retry: bool = False) -> set[str]:
         """Keys present; with retry=True, keys whose record is retryable count as absent."""
         return {record_key(r) for r in self.iter_records(kind) if not (retry and retryable(kind, r))}
+
+    @contextlib.contextmanager
+    def writer(self, stage: str):
+        """Hold the run's writer lock: one generate / validate at a time per run folder.
+
+        A second writer would redo every item the first is doing, and its torn-line repair could cut
+        a record the first is still writing; it is refused with a clear message instead. The lock is
+        an flock: it goes away with its process, so a killed run never leaves it stuck.
+        """
+        path = self.dir / ".lock"
+        f = open(path, "a+", encoding="utf-8")
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            f.seek(0)
+            holder = f.read().strip() or "another process"
+            f.close()
+            raise UserError(f"{self.dir}: run folder is busy ({holder}); wait for it to finish or use another "
+                            "--run folder") from None
+        try:
+            f.seek(0)
+            f.truncate()
+            f.write(f"dslbench {stage}, pid {os.getpid()}")
+            f.flush()
+            yield self
+        finally:
+            f.close()
 
     def log_invocation(self, stage: str, params: dict) -> None:
         from .revision import code_revision
