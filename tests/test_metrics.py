@@ -145,7 +145,7 @@ def test_reason_taxonomy_is_closed_and_consistent():
 def test_settle_makes_crashes_and_limits_the_programs_fault(signal_exit, timed_out, reason):
     from dslbench.sandbox import RunResult
     from dslbench.toolchains import Toolchain
-    result = RunResult("runner", signal_exit, "", "", timed_out, 1.0, "bwrap-nobody")
+    result = RunResult("runner", signal_exit, "", "", timed_out, 1.0, "bwrap-uid")
     v = verdicts.settle("semantic", Toolchain.verdict("error", "runner failed", result))
     assert (v.status, v.reason) == ("fail", reason)
 
@@ -156,7 +156,7 @@ def test_settle_defaults_and_sandbox_errors():
     ok = RunResult("c", 1, "", "syntax error", False, 0.1, "bwrap")
     assert verdicts.settle("syntax", Toolchain.verdict("fail", "bad", ok), "compile_error").reason == "compile_error"
     assert verdicts.settle("semantic", Toolchain.verdict("fail", "bad", ok), "x", "oracle_mismatch").reason == "oracle_mismatch"
-    gone = RunResult("c", 127, "", "setpriv: failed to execute python", False, 0.0, "bwrap-nobody")
+    gone = RunResult("c", 127, "", "setpriv: failed to execute python", False, 0.0, "bwrap-uid")
     v = verdicts.settle("syntax", Toolchain.verdict("error", "runner failed", gone))
     assert (v.status, v.reason) == ("error", "sandbox_error")
     mem = RunResult("c", 1, "", "Traceback...\nMemoryError", False, 0.3, "bwrap")

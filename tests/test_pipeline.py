@@ -6,6 +6,7 @@ import pytest
 
 from conftest import run_cli
 from dslbench import pipeline
+from dslbench.metrics import RunCannotJudge
 from dslbench.store import RunStore, comparable
 
 DSLS = ["jq", "smiles", "verilog"]
@@ -73,8 +74,12 @@ def test_generation_errors_are_errors_not_failures(tmp_path):
                             cache_dir=tmp_path / "cache", progress=False)
     gens = RunStore(tmp_path / "run").records("generations")
     assert gens[0]["generation_status"] == "error"
-    table = pipeline.run_validation(tmp_path / "run", progress=False)
+    # nothing could be judged (the model server is unreachable): validation stops loudly, verdicts kept
+    with pytest.raises(RunCannotJudge, match=r"jq: 0/1 judged, top reason provider_error"):
+        pipeline.run_validation(tmp_path / "run", progress=False)
+    table = RunStore(tmp_path / "run").verdict_table()
     assert table.loc[0, "syntax_status"] == "error" and table.loc[0, "semantic_status"] == "error"
+    assert table.loc[0, "syntax_reason"] == "provider_error"
     assert pipeline.pass_rates(table).loc[0, "evaluated"] == 0
 
 

@@ -125,3 +125,29 @@ def test_host_scratch_files_and_unix_sockets_are_not_visible(work, tmp_path):
         for p in (secret, sock_path):
             if os.path.exists(p):
                 os.unlink(p)
+
+
+def test_a_fork_bomb_does_not_fail_programs_judged_beside_it(work):
+    """Each sandbox has its own uid, so exhausting the process limit in one cannot starve another
+    (measured with a shared uid: 6 Verilog golds beside a bomb got 3 syntax fails, 2 semantic fails)."""
+    import threading
+    from concurrent.futures import ThreadPoolExecutor
+    from dslbench import pipeline
+    from dslbench.tasks import load_tasks
+    if sandbox.sandbox_mode() != "bwrap-uid":
+        pytest.skip(f"per-sandbox uids need root and bubblewrap; here: {sandbox.sandbox_mode()}")
+    import time
+    from dslbench import toolchains
+    # the bomb runs with the very limits the golds get (the shared-uid failure needs equal nproc limits)
+    limits = toolchains.get("verilog").limits(timeout_s=12)
+    bomb = threading.Thread(target=run, args=(["sh", "-c", "b() { b | b & }; b; sleep 20"], work, limits))
+    bomb.start()
+    time.sleep(1)                       # let it reach the process limit first
+    try:
+        golds = load_tasks(["verilog"], limit=6)["verilog"]
+        with ThreadPoolExecutor(2) as ex:
+            outs = list(ex.map(lambda t: pipeline.evaluate("verilog", t, t.gold), golds))
+    finally:
+        bomb.join()
+    got = [(o["syntax"]["status"], o["semantic"]["status"]) for o in outs]
+    assert got == [("pass", "pass")] * len(golds), [o["syntax"]["diagnostics"] + o["semantic"]["diagnostics"] for o in outs]

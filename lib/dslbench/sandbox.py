@@ -4,7 +4,8 @@ Every validator goes through `run()`. With bubblewrap: no network, read-only roo
 writable work directory mounted at /tmp/work, private empty /tmp, /var/tmp and /run (no host
 scratch files or Unix sockets; the interpreter, environment and project are re-exposed read-only
 wherever they live, e.g. a venv under /tmp), the process dies with its parent, and
-(when we are root) the program runs as `nobody` so the process-count limit is enforced. Always:
+(when we are root) the program runs under a uid of its own, so the process-count limit holds per
+sandbox and a fork bomb in one cannot fail the programs judged beside it. Always:
 rlimits on CPU, address space, file size, open files and processes, a wall-clock timeout and a
 cap on captured output. Where bubblewrap cannot run (no user namespaces in some containers) it
 degrades to rlimits + timeout and says so in `RunResult.mode`, which lands in every verdict.
@@ -15,6 +16,7 @@ import functools
 import os
 import re
 import resource
+import secrets
 import shlex
 import shutil
 import signal
@@ -28,7 +30,10 @@ from pathlib import Path
 from .paths import repo_root
 
 SANDBOX_DIR = "/tmp/work"     # where the work directory appears inside the sandbox
-NOBODY = 65534
+# Each sandboxed run gets its own unprivileged uid from this range (as root): RLIMIT_NPROC counts the
+# processes of a uid system-wide, so with one shared uid a fork bomb in one sandbox would starve the
+# sandboxes judging beside it. No user owns these uids, so no host file is theirs.
+SANDBOX_UIDS = (3_000_000, 3_999_999)
 LOG_CAP = 64 * 1024           # bytes of stdout/stderr kept per stream
 
 
@@ -50,7 +55,7 @@ class RunResult:
     stderr: str
     timed_out: bool
     duration_s: float
-    mode: str           # "bwrap", "bwrap-nobody" or "rlimits-only: <why>"
+    mode: str           # "bwrap", "bwrap-uid" (root: a private uid per run) or "rlimits-only: <why>"
 
     @property
     def signal(self) -> int | None:
@@ -111,8 +116,12 @@ def _exposed_paths(masked: list[str]) -> list[str]:
     return sorted(p for p in under if not any(p != q and p.startswith(q + "/") for q in under))
 
 
-def _drop_to_nobody() -> list[str]:
-    return ["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups",
+def _sandbox_uid() -> int:
+    return SANDBOX_UIDS[0] + secrets.randbelow(SANDBOX_UIDS[1] - SANDBOX_UIDS[0])
+
+
+def _drop_privileges(uid: int) -> list[str]:
+    return ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups",
             "--inh-caps=-all", "--bounding-set=-all", "--"]
 
 
@@ -124,14 +133,14 @@ def sandbox_mode() -> str:
     if not shutil.which("bwrap"):
         return "rlimits-only: bubblewrap (bwrap) not installed"
     as_root = os.geteuid() == 0
-    cmd = _bwrap_base(as_root) + (_drop_to_nobody() if as_root and shutil.which("setpriv") else []) + ["true"]
+    cmd = _bwrap_base(as_root) + (_drop_privileges(_sandbox_uid()) if as_root and shutil.which("setpriv") else []) + ["true"]
     try:
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=20)
     except (OSError, subprocess.SubprocessError) as e:
         return f"rlimits-only: bwrap failed to start ({e})"
     if r.returncode != 0:
         return f"rlimits-only: bwrap cannot create namespaces here ({r.stderr.strip()[:200]})"
-    return "bwrap-nobody" if as_root and shutil.which("setpriv") else "bwrap"
+    return "bwrap-uid" if as_root and shutil.which("setpriv") else "bwrap"
 
 
 def _set_limits(limits: Limits):
@@ -207,14 +216,15 @@ def run(cmd: list[str], work: Path, limits: Limits | None = None, env: dict[str,
     if mode.startswith("bwrap"):
         inside = SANDBOX_DIR
         base_env["HOME"] = inside
-        full = _bwrap_base(mode == "bwrap-nobody") + ["--bind", str(work), inside, "--chdir", inside, "--clearenv"]
+        full = _bwrap_base(mode == "bwrap-uid") + ["--bind", str(work), inside, "--chdir", inside, "--clearenv"]
         for k, v in base_env.items():
             full += ["--setenv", k, v]
-        if mode == "bwrap-nobody":
-            os.chown(work, NOBODY, NOBODY)
+        if mode == "bwrap-uid":
+            uid = _sandbox_uid()
+            os.chown(work, uid, uid)
             for p in work.rglob("*"):
-                os.chown(p, NOBODY, NOBODY, follow_symlinks=False)
-            full += _drop_to_nobody()
+                os.chown(p, uid, uid, follow_symlinks=False)
+            full += _drop_privileges(uid)
         full += cmd
         popen_env, cwd = None, None
     else:
