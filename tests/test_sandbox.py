@@ -151,3 +151,16 @@ def test_a_fork_bomb_does_not_fail_programs_judged_beside_it(work):
         bomb.join()
     got = [(o["syntax"]["status"], o["semantic"]["status"]) for o in outs]
     assert got == [("pass", "pass")] * len(golds), [o["syntax"]["diagnostics"] + o["semantic"]["diagnostics"] for o in outs]
+
+
+def test_disk_quota_caps_the_work_dir_and_tmp(work):
+    """Files are capped one by one (fsize); the total is capped too: a disk filler is killed, a resource limit."""
+    filler = ("import os\nfor i in range(200):\n    with open(f'f{i}', 'wb') as f:\n        f.write(os.urandom(8 << 20))\n")
+    (work / "fill.py").write_text(filler)
+    r = run([PY, "fill.py"], work, Limits(timeout_s=60, disk_mb=64))
+    total = sum(p.stat().st_size for p in work.glob("f*"))
+    assert r.signal == 9 and "disk quota" in r.killed_for and "disk quota" in r.log, r.log
+    assert total < 64 * 2**20 + 200 * 2**20, total      # killed within a poll interval of crossing the quota
+    r = run(["sh", "-c", "for i in 1 2 3; do dd if=/dev/zero of=/tmp/big$i bs=1M count=40 2>&1; done"], work,
+            Limits(timeout_s=60, disk_mb=64))
+    assert "No space left on device" in r.stdout, r.log      # the private /tmp is a tmpfs of the same size

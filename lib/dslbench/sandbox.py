@@ -6,8 +6,8 @@ scratch files or Unix sockets; the interpreter, environment and project are re-e
 wherever they live, e.g. a venv under /tmp), the process dies with its parent, and
 (when we are root) the program runs under a uid of its own, so the process-count limit holds per
 sandbox and a fork bomb in one cannot fail the programs judged beside it. Always:
-rlimits on CPU, address space, file size, open files and processes, a wall-clock timeout and a
-cap on captured output. Where bubblewrap cannot run (no user namespaces in some containers) it
+rlimits on CPU, address space, file size, open files and processes, a disk quota on the work dir
+(and a size-capped private /tmp), a wall-clock timeout and a cap on captured output. Where bubblewrap cannot run (no user namespaces in some containers) it
 degrades to rlimits + timeout and says so in `RunResult.mode`, which lands in every verdict.
 """
 from __future__ import annotations
@@ -23,6 +23,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,7 @@ class Limits:
     fsize_mb: int = 64
     nproc: int = 256
     nofile: int = 1024
+    disk_mb: int = 512                # total of the work dir and of the private /tmp (each); files: fsize_mb
 
 
 @dataclass
@@ -56,6 +58,7 @@ class RunResult:
     timed_out: bool
     duration_s: float
     mode: str           # "bwrap", "bwrap-uid" (root: a private uid per run) or "rlimits-only: <why>"
+    killed_for: str = ""  # why the sandbox killed the program before it ended (e.g. the disk quota)
 
     @property
     def signal(self) -> int | None:
@@ -72,7 +75,9 @@ class RunResult:
 
     @property
     def log(self) -> str:
-        parts = [f"$ {self.command}", f"[exit {self.returncode}{', timed out' if self.timed_out else ''}; sandbox {self.mode}]"]
+        killed = f", killed: {self.killed_for}" if self.killed_for else ""
+        parts = [f"$ {self.command}",
+                 f"[exit {self.returncode}{', timed out' if self.timed_out else ''}{killed}; sandbox {self.mode}]"]
         if self.stdout.strip():
             parts += ["--- stdout ---", self.stdout.rstrip()]
         if self.stderr.strip():
@@ -80,7 +85,7 @@ class RunResult:
         return "\n".join(parts)
 
 
-def _bwrap_base(as_root: bool) -> list[str]:
+def _bwrap_base(as_root: bool, tmp_mb: int = 512) -> list[str]:
     args = ["bwrap", "--die-with-parent", "--new-session",
             "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
             "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
@@ -89,7 +94,7 @@ def _bwrap_base(as_root: bool) -> list[str]:
     masked = ["/tmp", "/var/tmp", "/run"] + (["/root"] if as_root else [])
     for m in masked:
         if Path(m).is_dir() and not Path(m).is_symlink():
-            args += ["--perms", "1777" if m != "/root" else "0755", "--tmpfs", m]
+            args += ["--perms", "1777" if m != "/root" else "0755", "--size", str(tmp_mb * 1024 * 1024), "--tmpfs", m]
     # The interpreter, the environment and the project stay visible wherever they live (a venv under
     # /tmp, a checkout under /root...): re-expose each read-only on top of the masks.
     for p in _exposed_paths(masked):
@@ -181,6 +186,54 @@ def new_workdir(prefix: str = "dslbench-") -> Path:
 _LEFTOVER = re.compile(r"^dslbench-(?:[a-z]+-)*(\d+)-")
 
 
+class _DiskQuota:
+    """Kills the program's process group once its work dir holds more than `mb` (checked 4x a second).
+
+    Files are capped one by one by RLIMIT_FSIZE and the private /tmp by its tmpfs size; this caps the
+    total a program can leave in the host work dir. The kill is a SIGKILL: a resource-limit fail.
+    """
+    INTERVAL_S = 0.25
+
+    def __init__(self, proc: subprocess.Popen, work: Path, mb: int):
+        self.proc, self.work, self.limit = proc, work, mb * 1024 * 1024
+        self.exceeded = ""
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, daemon=True)
+        self._thread.start()
+
+    def _watch(self) -> None:
+        while not self._done.wait(self.INTERVAL_S):
+            if _tree_bytes(self.work) > self.limit:
+                self.exceeded = f"work dir over its {self.limit // (1024 * 1024)} MB disk quota"
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                return
+
+    def stop(self) -> None:
+        self._done.set()
+        self._thread.join()
+
+
+def _tree_bytes(root: Path) -> int:
+    total, todo = 0, [str(root)]
+    while todo:
+        try:
+            with os.scandir(todo.pop()) as it:
+                for e in it:
+                    try:
+                        if e.is_dir(follow_symlinks=False):
+                            todo.append(e.path)
+                        else:
+                            total += e.stat(follow_symlinks=False).st_blocks * 512
+                    except OSError:
+                        pass
+        except OSError:
+            pass
+    return total
+
+
 def sweep_leftovers() -> int:
     """Remove work and log folders of dslbench processes that no longer exist (a SIGKILL leaves them)."""
     removed = 0
@@ -216,7 +269,8 @@ def run(cmd: list[str], work: Path, limits: Limits | None = None, env: dict[str,
     if mode.startswith("bwrap"):
         inside = SANDBOX_DIR
         base_env["HOME"] = inside
-        full = _bwrap_base(mode == "bwrap-uid") + ["--bind", str(work), inside, "--chdir", inside, "--clearenv"]
+        full = _bwrap_base(mode == "bwrap-uid", limits.disk_mb) + ["--bind", str(work), inside, "--chdir", inside,
+                                                                  "--clearenv"]
         for k, v in base_env.items():
             full += ["--setenv", k, v]
         if mode == "bwrap-uid":
@@ -243,6 +297,7 @@ def run(cmd: list[str], work: Path, limits: Limits | None = None, env: dict[str,
             except OSError as e:
                 return RunResult(shown, 127, "", f"cannot start: {e}", False, 0.0, mode)
             timed_out = False
+            quota = _DiskQuota(proc, work, limits.disk_mb)
             try:
                 if stdin is not None:
                     try:
@@ -263,8 +318,10 @@ def run(cmd: list[str], work: Path, limits: Limits | None = None, env: dict[str,
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
                 raise
+            finally:
+                quota.stop()
             duration = time.monotonic() - t0
         return RunResult(shown, proc.returncode, _read_capped(logs / "out"), _read_capped(logs / "err"),
-                         timed_out, duration, mode)
+                         timed_out, duration, mode, quota.exceeded)
     finally:
         shutil.rmtree(logs, ignore_errors=True)
