@@ -164,3 +164,20 @@ def test_disk_quota_caps_the_work_dir_and_tmp(work):
     r = run(["sh", "-c", "for i in 1 2 3; do dd if=/dev/zero of=/tmp/big$i bs=1M count=40 2>&1; done"], work,
             Limits(timeout_s=60, disk_mb=64))
     assert "No space left on device" in r.stdout, r.log      # the private /tmp is a tmpfs of the same size
+
+
+def test_host_users_and_homes_are_not_visible(work):
+    """What a hostile program could print into a published log: the host's user list and users' files."""
+    import os
+    home = "/home/dslbench-test-user"
+    os.makedirs(home, exist_ok=True)
+    try:
+        with open(f"{home}/secret.txt", "w") as f:
+            f.write("s3cret")
+        os.chmod(home, 0o755)
+        os.chmod(f"{home}/secret.txt", 0o644)
+        r = run(["sh", "-c", f"cat /etc/passwd; cat {home}/secret.txt; id -un"], work)
+        users = {line.split(":")[0] for line in r.stdout.splitlines() if ":" in line}
+        assert users <= {"root", "nobody", "sandbox"} and "s3cret" not in r.log, r.log
+    finally:
+        shutil.rmtree(home, ignore_errors=True)

@@ -1,9 +1,10 @@
 """Run untrusted programs (model outputs fed to toolchains) in a sandbox.
 
 Every validator goes through `run()`. With bubblewrap: no network, read-only root, a private
-writable work directory mounted at /tmp/work, private empty /tmp, /var/tmp and /run (no host
-scratch files or Unix sockets; the interpreter, environment and project are re-exposed read-only
-wherever they live, e.g. a venv under /tmp), the process dies with its parent, and
+writable work directory mounted at /tmp/work, private empty /tmp, /var/tmp, /run, /home, /srv,
+/mnt and /media (no host scratch files, users' files or Unix sockets; the interpreter, environment
+and project are re-exposed read-only wherever they live, e.g. a venv under /tmp), a minimal
+/etc/passwd and /etc/group, the process dies with its parent, and
 (when we are root) the program runs under a uid of its own, so the process-count limit holds per
 sandbox and a fork bomb in one cannot fail the programs judged beside it. Always:
 rlimits on CPU, address space, file size, open files and processes, a disk quota on the work dir
@@ -91,10 +92,12 @@ def _bwrap_base(as_root: bool, tmp_mb: int = 512) -> list[str]:
             "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
     # Private, empty views of the host's shared scratch and socket places (no host sockets or files),
     # and of root's home (keys, caches) when we are root.
-    masked = ["/tmp", "/var/tmp", "/run"] + (["/root"] if as_root else [])
+    masked = ["/tmp", "/var/tmp", "/run", "/home", "/srv", "/mnt", "/media"] + (["/root"] if as_root else [])
     for m in masked:
         if Path(m).is_dir() and not Path(m).is_symlink():
-            args += ["--perms", "1777" if m != "/root" else "0755", "--size", str(tmp_mb * 1024 * 1024), "--tmpfs", m]
+            scratch = m in ("/tmp", "/var/tmp")
+            args += ["--perms", "1777" if scratch else "0755", "--size", str((tmp_mb if scratch else 1) * 1024 * 1024),
+                     "--tmpfs", m]
     # The interpreter, the environment and the project stay visible wherever they live (a venv under
     # /tmp, a checkout under /root...): re-expose each read-only on top of the masks.
     for p in _exposed_paths(masked):
@@ -184,6 +187,14 @@ def new_workdir(prefix: str = "dslbench-") -> Path:
 
 
 _LEFTOVER = re.compile(r"^dslbench-(?:[a-z]+-)*(\d+)-")
+
+
+def _uid_of(full: list[str]) -> int | None:
+    """The uid a bwrap command drops to (from its setpriv --reuid), if any."""
+    for a in full:
+        if a.startswith("--reuid="):
+            return int(a.split("=", 1)[1])
+    return None
 
 
 class _DiskQuota:
@@ -286,6 +297,16 @@ def run(cmd: list[str], work: Path, limits: Limits | None = None, env: dict[str,
         full, popen_env, cwd = cmd, base_env, str(work)
     shown = shlex.join(cmd)
     logs = new_workdir("dslbench-log-")
+    if mode.startswith("bwrap"):
+        # The host's user and group lists are host facts a program could print into a published log:
+        # the sandbox sees a minimal pair naming only root, nobody and its own uid.
+        uid = _uid_of(full)
+        (logs / "passwd").write_text("root:x:0:0:root:/root:/usr/sbin/nologin\n"
+                                     "nobody:x:65534:65534:nobody:/nonexistent:/usr/sbin/nologin\n"
+                                     + (f"sandbox:x:{uid}:{uid}:sandbox:{SANDBOX_DIR}:/usr/sbin/nologin\n" if uid else ""))
+        (logs / "group").write_text("root:x:0:\nnogroup:x:65534:\n" + (f"sandbox:x:{uid}:\n" if uid else ""))
+        at = full.index("--clearenv")
+        full[at:at] = ["--ro-bind", str(logs / "passwd"), "/etc/passwd", "--ro-bind", str(logs / "group"), "/etc/group"]
     try:
         with open(logs / "out", "wb") as out, open(logs / "err", "wb") as err:
             t0 = time.monotonic()
