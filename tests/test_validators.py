@@ -66,7 +66,7 @@ def test_missing_toolchain_gives_unavailable_with_reason(monkeypatch):
         assert out["syntax"]["status"] == out["semantic"]["status"] == "unavailable"
         assert "iverilog" in out["syntax"]["diagnostics"]
         rates = pipeline.pass_rates(__import__("pandas").DataFrame([{
-            "dsl": "verilog", "model": "m", "method": "baseline", "syntax_status": "unavailable",
+            "dsl": "verilog", "task_id": task.id, "model": "m", "method": "baseline", "syntax_status": "unavailable",
             "semantic_status": "unavailable"}]))
         assert rates.loc[0, "evaluated"] == 0 and rates.loc[0, "unavailable"] == 1
     finally:
