@@ -21,6 +21,7 @@ from pathlib import Path
 
 import yaml
 
+from .errors import UserError
 from .paths import cache_dir, repo_root
 
 # litellm downloads its model cost map (and a few other catalogs) at import time unless told to
@@ -77,47 +78,142 @@ class ModelSpec:
     notes: str = ""
 
 
-_SPEC_FIELDS = {"litellm", "api_base", "api_key_env", "params_b", "embedded", "notes"}
+_SPEC_FIELDS = ("litellm", "api_base", "api_key_env", "params_b", "embedded", "notes")
+_TOP_FIELDS = ("default", "models")
+
+
+def _registry_path(path: Path | None) -> Path:
+    return Path(path) if path is not None else repo_root() / "data" / "models.yaml"
 
 
 def load_model_registry(path: Path | None = None) -> dict[str, ModelSpec]:
-    path = Path(path) if path is not None else repo_root() / "data" / "models.yaml"
-    doc = _read_registry(path)
-    registry = {}
-    for name, entry in (doc.get("models") or {}).items():
-        entry = entry or {}
-        unknown = set(entry) - _SPEC_FIELDS
-        if unknown:  # a typo like `api-base` would otherwise silently call the wrong server
-            raise ValueError(f"{path}: model {name!r} has unknown keys {sorted(unknown)}")
-        if not entry.get("litellm"):
-            raise ValueError(f"{path}: model {name!r} has no `litellm` string")
-        litellm_str = str(entry["litellm"])
-        registry[str(name)] = ModelSpec(
-            name=str(name),
-            litellm=litellm_str,
-            api_base=entry.get("api_base"),
-            api_key_env=entry.get("api_key_env"),
-            params_b=float(entry["params_b"]) if entry.get("params_b") is not None else None,
-            embedded=bool(entry.get("embedded", _is_embedded(litellm_str))),
-            notes=str(entry.get("notes") or ""),
-        )
-    default = doc.get("default")
-    if default is not None and default not in registry:
-        raise ValueError(f"{path}: default model {default!r} is not among the models")
-    return registry
+    """The models of data/models.yaml (or `path`). A bad file raises UserError naming file, line and field."""
+    return _load_registry(_registry_path(path))[0]
 
 
 def default_model_name(path: Path | None = None) -> str:
-    path = Path(path) if path is not None else repo_root() / "data" / "models.yaml"
-    default = _read_registry(path).get("default")
+    path = _registry_path(path)
+    default = _load_registry(path)[1]
     if not default:
-        raise ValueError(f"{path}: no `default:` model")
-    return str(default)
+        raise UserError(f"{path}:1: field 'default': missing; name the model to use when none is given")
+    return default
 
 
-def _read_registry(path: Path) -> dict:
-    with open(path, encoding="utf-8") as f:
-        return yaml.safe_load(f) or {}
+class _Registry:
+    """Reads models.yaml from its composed node tree, so every complaint can name its line."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._loader = yaml.SafeLoader("")  # only used to turn scalar nodes into Python values
+
+    def fail(self, node: yaml.Node, field: str, message: str):
+        raise UserError(f"{self.path}:{node.start_mark.line + 1}: field '{field}': {message}")
+
+    def mapping(self, node: yaml.Node, field: str, what: str) -> dict[str, tuple[yaml.Node, yaml.Node]]:
+        """{key: (key node, value node)} of a mapping node; duplicate keys are an error (yaml keeps the last)."""
+        if not isinstance(node, yaml.MappingNode):
+            self.fail(node, field, f"expected {what}, got {_node_kind(node)}")
+        out: dict[str, tuple[yaml.Node, yaml.Node]] = {}
+        for key_node, value_node in node.value:
+            if not isinstance(key_node, yaml.ScalarNode):
+                self.fail(key_node, field, f"keys must be plain names, got {_node_kind(key_node)}")
+            key = str(key_node.value)
+            sub = f"{field}.{key}" if field else key
+            if key in out:
+                first = out[key][0].start_mark.line + 1
+                self.fail(key_node, sub, f"duplicate key (first on line {first}); keep one of them")
+            out[key] = (key_node, value_node)
+        return out
+
+    def scalar(self, node: yaml.Node, field: str):
+        if not isinstance(node, yaml.ScalarNode):
+            self.fail(node, field, f"expected a single value, got {_node_kind(node)}")
+        try:
+            return self._loader.construct_object(node)
+        except (yaml.YAMLError, ValueError) as e:  # e.g. an explicit tag that does not fit the value (`!!int abc`)
+            self.fail(node, field, f"not a valid value: {getattr(e, 'problem', None) or e}")
+
+    def text(self, node: yaml.Node, field: str, optional: bool = True) -> str | None:
+        value = self.scalar(node, field)
+        if value is None and optional:
+            return None
+        if not isinstance(value, str) or not value.strip():
+            self.fail(node, field, f"expected a non-empty string, got {value!r}")
+        return value
+
+    def read(self) -> tuple[dict[str, ModelSpec], str | None]:
+        try:
+            with open(self.path, encoding="utf-8") as f:
+                root = yaml.compose(f, Loader=yaml.SafeLoader)
+        except yaml.MarkedYAMLError as e:
+            line = e.problem_mark.line + 1 if e.problem_mark else 1
+            raise UserError(f"{self.path}:{line}: not valid YAML: {e.problem}") from None
+        except (yaml.YAMLError, UnicodeDecodeError) as e:
+            raise UserError(f"{self.path}: not a readable YAML file: {e}") from None
+        except OSError as e:  # missing file, e.g. DSLBENCH_ROOT pointing at the wrong folder
+            raise UserError(f"{self.path}: cannot read the model registry: {e.strerror}") from None
+        if root is None:
+            return {}, None
+        top = self.mapping(root, "", "a mapping with `default:` and `models:`")
+        for key, (key_node, _) in top.items():
+            if key not in _TOP_FIELDS:
+                self.fail(key_node, key, f"unknown key (known: {', '.join(_TOP_FIELDS)})")
+        registry = {}
+        if "models" in top and not _is_null(top["models"][1]):
+            for name, (name_node, entry_node) in self.mapping(top["models"][1], "models", "a mapping of models").items():
+                registry[name] = self.model(name, name_node, entry_node)
+        default = None
+        if "default" in top:
+            node = top["default"][1]
+            default = self.text(node, "default")
+            if default is not None and default not in registry:
+                self.fail(node, "default", f"{default!r} is not among the models ({', '.join(sorted(registry))})")
+        return registry, default
+
+    def model(self, name: str, name_node: yaml.Node, node: yaml.Node) -> ModelSpec:
+        field = f"models.{name}"
+        fields = {} if _is_null(node) else self.mapping(node, field, f"a mapping of fields ({', '.join(_SPEC_FIELDS)})")
+        for key, (key_node, _) in fields.items():
+            if key not in _SPEC_FIELDS:  # a typo like `api-base` would otherwise silently call the wrong server
+                self.fail(key_node, f"{field}.{key}", f"unknown field (known: {', '.join(_SPEC_FIELDS)})")
+        if "litellm" not in fields:
+            self.fail(name_node, f"{field}.litellm", "missing; give the litellm 'provider/model' string")
+        values = {}
+        for key, (_, value_node) in fields.items():
+            sub = f"{field}.{key}"
+            if key in ("litellm", "api_base", "api_key_env"):
+                values[key] = self.text(value_node, sub, optional=key != "litellm")
+            elif key == "params_b":
+                value = self.scalar(value_node, sub)
+                if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+                    self.fail(value_node, sub, f"expected a positive number of billions of parameters, got {value!r}")
+                values[key] = float(value) if value is not None else None
+            elif key == "embedded":
+                value = self.scalar(value_node, sub)
+                if not isinstance(value, bool):
+                    self.fail(value_node, sub, f"expected true or false, got {value!r}")
+                values[key] = value
+            else:  # notes: free text
+                value = self.scalar(value_node, sub)
+                values[key] = "" if value is None else str(value)
+        values.setdefault("embedded", _is_embedded(values["litellm"]))
+        return ModelSpec(name=name, **values)
+
+
+def _node_kind(node: yaml.Node) -> str:
+    if isinstance(node, yaml.MappingNode):
+        return "a mapping"
+    if isinstance(node, yaml.SequenceNode):
+        return "a list"
+    return f"the value {node.value!r}"
+
+
+def _is_null(node: yaml.Node) -> bool:
+    return isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null"
+
+
+def _load_registry(path: Path) -> tuple[dict[str, ModelSpec], str | None]:
+    return _Registry(path).read()
 
 
 def _is_embedded(litellm_str: str) -> bool:
@@ -126,8 +222,10 @@ def _is_embedded(litellm_str: str) -> bool:
 
 def resolve_model(name_or_litellm_string: str, registry: dict[str, ModelSpec] | None = None) -> ModelSpec:
     """A registry name, else a raw litellm "provider/model" string."""
+    where = ""
     if registry is None:
         registry = load_model_registry()
+        where = f" {_registry_path(None)}"
     if name_or_litellm_string in registry:
         return registry[name_or_litellm_string]
     if "/" in name_or_litellm_string:
@@ -137,10 +235,29 @@ def resolve_model(name_or_litellm_string: str, registry: dict[str, ModelSpec] | 
             embedded=_is_embedded(name_or_litellm_string),
         )
     # Without a provider prefix it is most likely a misspelt registry name: say so, don't guess.
-    raise ValueError(
-        f"unknown model {name_or_litellm_string!r}: not in the registry ({', '.join(sorted(registry))}) "
-        "and not a litellm 'provider/model' string"
+    raise UserError(
+        f"unknown model {name_or_litellm_string!r}: not in the model registry{where} "
+        f"({', '.join(sorted(registry))}) and not a litellm 'provider/model' string"
     )
+
+
+# Where litellm sends an openai-compatible call that has no api_base (its own lookup order).
+_ENV_API_BASES = {
+    "openai": ("OPENAI_BASE_URL", "OPENAI_API_BASE"),
+    "text-completion-openai": ("OPENAI_BASE_URL", "OPENAI_API_BASE"),
+    "hosted_vllm": ("HOSTED_VLLM_API_BASE",),
+}
+
+
+def effective_api_base(spec: ModelSpec) -> str | None:
+    """The server a call goes to when it is not the provider's fixed default: spec, else environment."""
+    if spec.api_base:
+        return spec.api_base
+    provider = spec.litellm.split("/", 1)[0]
+    for var in _ENV_API_BASES.get(provider, ()):
+        if os.environ.get(var):
+            return os.environ[var]
+    return None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -151,7 +268,7 @@ def cache_key(model: ModelSpec, params: dict, messages: list[dict], sample: int)
     """sha256 over everything that determines a generation. `params` are the merged params."""
     payload = {
         "model": model.litellm,
-        "api_base": model.api_base,
+        "api_base": effective_api_base(model),  # switching servers must not replay the other's answers
         "params": params,
         "messages": messages,
         "sample": sample,
@@ -225,6 +342,13 @@ class GenerationResult:
     attempts: int
     model: str  # litellm string
     params: dict
+    reason: str = "ok"  # "ok" or "provider_error"
+    finish_reason: str | None = None  # as the provider reported it ("stop", "length", ...)
+    api_base: str | None = None  # the endpoint called (effective_api_base), None for a provider's default
+
+
+class MalformedReply(Exception):
+    """The provider answered, but not with a usable completion (no choices, null or invalid text)."""
 
 
 _register_lock = threading.Lock()
@@ -251,24 +375,81 @@ def _error_text(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:MAX_ERROR_CHARS]
 
 
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+
+def _is_text(value) -> bool:
+    """A str that can be written as UTF-8: no lone surrogates (a JSON "\\ud800" escape decodes to one)."""
+    return isinstance(value, str) and _SURROGATE_RE.search(value) is None
+
+
+def _tokens(usage_obj, name: str) -> int:
+    value = getattr(usage_obj, name, None)
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _read_reply(response) -> tuple[str, str | None, dict]:
+    """(text, finish_reason, usage) of a completion, or MalformedReply.
+
+    Null content is an error, not an empty answer: the model said nothing we could judge. Text with a
+    lone surrogate is not valid Unicode; repairing it would record text the model never produced.
+    """
+    choices = getattr(response, "choices", None) or []
+    if not choices:
+        raise MalformedReply("the reply has no choices")
+    choice = choices[0]
+    finish = getattr(choice, "finish_reason", None)
+    finish = None if finish is None else str(finish)
+    text = getattr(getattr(choice, "message", None), "content", None)
+    if text is None:
+        raise MalformedReply(f"the reply's message content is null (finish_reason={finish!r})")
+    if not isinstance(text, str):
+        raise MalformedReply(f"the reply's message content is a {type(text).__name__}, not text")
+    bad = _SURROGATE_RE.search(text)
+    if bad:
+        raise MalformedReply(
+            f"the reply's text is not valid Unicode: lone surrogate U+{ord(bad.group()):04X} at position {bad.start()}"
+        )
+    usage_obj = getattr(response, "usage", None)
+    usage = {"prompt_tokens": _tokens(usage_obj, "prompt_tokens"), "completion_tokens": _tokens(usage_obj, "completion_tokens")}
+    return text, finish, usage
+
+
+def _good_entry(hit) -> bool:
+    """A cache entry that is a good reply; anything else (an old error, bad text) is ignored."""
+    return (
+        isinstance(hit, dict)
+        and hit.get("status") == "ok"
+        and _is_text(hit.get("text"))
+        and isinstance(hit.get("usage", {}), dict)
+    )
+
+
 def generate(
     spec: ModelSpec,
     messages: list[dict],
     params: dict | None = None,
     sample: int = 0,
     cache: GenerationCache | None = None,
-    timeout: float = 600,
+    timeout: float = 180,
     retries: int = 3,
 ) -> GenerationResult:
-    """One completion. Never raises for provider trouble: returns status="error" instead.
+    """One completion. Never raises for provider trouble: returns status="error",
+    reason="provider_error" and what happened in `error` instead.
 
-    `retries` is the number of extra attempts after the first for transient errors.
+    `timeout` (seconds) is one deadline for the whole call: every attempt and every backoff wait.
+    Each attempt gets what is left as its litellm timeout; once it is spent the call is an error.
+    `retries` is the number of extra attempts after the first, for transient errors (rate limits,
+    5xx, connection errors, timeouts) and for malformed replies (no choices, null content, invalid
+    text), which a server under stress also produces only now and then. Other errors (bad request,
+    auth, unknown model) would fail the same way again: they are returned at once.
     Sample k is sent with seed + k, so that samples drawn at temperature > 0 differ from each
-    other yet stay reproducible; the cache key covers (params, sample).
-    A cache hit replays the stored result (text, usage, duration, attempts) with cached=True.
-    `timeout` applies to remote calls; the embedded model runs to max_tokens.
+    other yet stay reproducible; the cache key covers (params, sample) and the endpoint.
+    Only good replies are cached; a cache hit replays the stored result with cached=True.
+    The embedded model ignores the per-attempt timeout (it runs to max_tokens).
     """
     merged = {**DEFAULT_PARAMS, **(params or {})}
+    api_base = effective_api_base(spec)
     key = cache_key(spec, merged, messages, sample)
     sent = dict(merged)
     if isinstance(sent.get("seed"), int):
@@ -276,7 +457,7 @@ def generate(
 
     if cache is not None:
         hit = cache.get(key)
-        if hit is not None and hit.get("status") == "ok":
+        if _good_entry(hit):
             return GenerationResult(
                 text=hit["text"],
                 status="ok",
@@ -287,25 +468,35 @@ def generate(
                 attempts=hit.get("attempts", 1),
                 model=spec.litellm,
                 params=hit.get("params", sent),
+                finish_reason=hit.get("finish_reason"),
+                api_base=api_base,
             )
 
-    def failed(error: str, attempts: int, t0: float) -> GenerationResult:
+    t0 = time.monotonic()
+    deadline = t0 + timeout
+
+    def failed(error: str, attempts: int) -> GenerationResult:
         return GenerationResult(
             text="",
             status="error",
-            error=error,
+            error=error[:MAX_ERROR_CHARS],
             cached=False,
             usage={},
             duration_s=time.monotonic() - t0,
             attempts=attempts,
             model=spec.litellm,
             params=sent,
+            reason="provider_error",
+            api_base=api_base,
         )
 
-    t0 = time.monotonic()
+    def out_of_time(attempts: int, last: str) -> GenerationResult:
+        return failed(f"DeadlineExceeded: no good reply within the {timeout:g} s deadline after "
+                      f"{attempts} attempt(s); last error: {last or 'none'}", attempts)
+
     # litellm gets a copy: providers may rewrite messages in place, and the caller's list and the
     # record stored in the cache must stay what the key was computed from.
-    kwargs = {"model": spec.litellm, "messages": copy.deepcopy(messages), "timeout": timeout, **sent}
+    kwargs = {"model": spec.litellm, "messages": copy.deepcopy(messages), **sent}
     # Retries are ours (counted, backed off); stop litellm/the OpenAI client retrying underneath.
     kwargs["num_retries"] = 0
     if spec.api_base:
@@ -313,31 +504,32 @@ def generate(
     if spec.api_key_env:
         api_key = os.environ.get(spec.api_key_env)
         if not api_key:
-            return failed(f"MissingAPIKey: environment variable {spec.api_key_env} is not set", 0, t0)
+            return failed(f"MissingAPIKey: environment variable {spec.api_key_env} is not set", 0)
         kwargs["api_key"] = api_key
     if spec.embedded or _is_embedded(spec.litellm):
         register_embedded_provider()
 
-    attempts = 0
+    attempts, last = 0, ""
     while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            return out_of_time(attempts, last)
         attempts += 1
         try:
-            response = litellm.completion(**kwargs)
+            response = litellm.completion(**kwargs, timeout=left)
+            text, finish_reason, usage = _read_reply(response)
             break
-        except TRANSIENT_ERRORS as exc:
+        except (*TRANSIENT_ERRORS, MalformedReply) as exc:
+            last = _error_text(exc)
             if attempts > retries:
-                return failed(_error_text(exc), attempts, t0)
-            time.sleep(_backoff(attempts))
+                return failed(last, attempts)
+            wait = _backoff(attempts)
+            if deadline - time.monotonic() <= wait:  # no time left for another attempt after the wait
+                return out_of_time(attempts, last)
+            time.sleep(wait)
         except Exception as exc:  # noqa: BLE001 - any provider failure is data, not a crash
-            return failed(_error_text(exc), attempts, t0)
+            return failed(_error_text(exc), attempts)
 
-    choice = response.choices[0]
-    text = choice.message.content or ""
-    usage_obj = getattr(response, "usage", None)
-    usage = {
-        "prompt_tokens": int(getattr(usage_obj, "prompt_tokens", 0) or 0),
-        "completion_tokens": int(getattr(usage_obj, "completion_tokens", 0) or 0),
-    }
     result = GenerationResult(
         text=text,
         status="ok",
@@ -348,20 +540,22 @@ def generate(
         attempts=attempts,
         model=spec.litellm,
         params=sent,
+        finish_reason=finish_reason,
+        api_base=api_base,
     )
-    if cache is not None:
+    if cache is not None:  # only good replies reach this point
         # The key's inputs are stored too, so an entry can be audited or re-keyed later.
         cache.put(
             key,
             {
                 "status": "ok",
                 "text": text,
-                "finish_reason": getattr(choice, "finish_reason", None),
+                "finish_reason": finish_reason,
                 "usage": usage,
                 "duration_s": result.duration_s,
                 "attempts": attempts,
                 "model": spec.litellm,
-                "api_base": spec.api_base,
+                "api_base": api_base,
                 "params": sent,
                 "messages": messages,
                 "sample": sample,
