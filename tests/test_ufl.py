@@ -3,8 +3,8 @@
 The generic tests/test_validators.py already proves every gold and known-bad program; here: which of
 the two semantic criteria decides (signature vs numeric check), the guards around them (coefficient
 roles, boundary ids, element spaces, unnamed coefficients), the preflight errors (legacy API,
-ArityMismatch), hostile programs, reproducible logs, the strict oracle check and the missing
-upstream loader.
+ArityMismatch), hostile programs (incl. one that tries to borrow the gold's forms), reproducible
+logs, the strict oracle check and the missing upstream loader.
 """
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -35,6 +35,55 @@ def evaluate_all(tasks, cases: dict) -> dict:
 
 ROBIN_HEAD = "from problem import *\n"
 ROBIN_A = ("a = kappa * ufl.inner(ufl.grad(u), ufl.grad(v)) * ufl.dx + alpha * u * v * ufl.ds(1)\n")
+
+# Wrong forms of its own, then every way to take the gold's from its process or work dir: the
+# runner's frames, the interpreter's objects, the gold module by name, other files beside it. When
+# the gold ran in the same process (the old runner) this passed; now nothing of the gold is there.
+FORGER = """from problem import *
+import gc, glob, json, runpy, sys
+
+a = u * v * ufl.dx
+L = 2 * f * v * ufl.dx
+
+
+def _theirs(d):
+    return (isinstance(d, dict) and d is not globals() and isinstance(d.get("a"), ufl.Form)
+            and isinstance(d.get("L"), ufl.Form))
+
+
+def _steal():
+    f = sys._getframe()
+    while f is not None:
+        for scope in (f.f_locals, f.f_globals):
+            for v in list(scope.values()):
+                for w in [v] + (list(v.values()) if isinstance(v, dict) else []):
+                    for d in [w] + (list(w) if isinstance(w, tuple) else []):
+                        if _theirs(d):
+                            return d
+        f = f.f_back
+    for d in gc.get_objects():
+        if _theirs(d):
+            return d
+    try:
+        import _gold_forms
+        return vars(_gold_forms)
+    except BaseException:
+        pass
+    for path in sorted(glob.glob("*.py") + glob.glob("*.json")):
+        if path not in ("forms.py", "problem.py", "run_ufl.py"):
+            try:
+                d = runpy.run_path(path) if path.endswith(".py") else json.load(open(path))
+            except BaseException:
+                continue
+            if _theirs(d):
+                return d
+    return None
+
+
+_gold = _steal()
+if _gold is not None:
+    globals().update({k: v for k, v in _gold.items() if not k.startswith("__")})
+"""
 
 CASES = {
     # inner -> dot, swapped operands: the preprocessed signatures are equal
@@ -84,6 +133,7 @@ CASES = {
                        "L = f * v * ufl.dx\n"),
     "missing_form": ("ufl-001", "from problem import *\na = ufl.inner(ufl.grad(u), ufl.grad(v)) * ufl.dx\n"),
     "sys_exit": ("ufl-001", "import sys\nsys.exit(0)\n"),
+    "borrows_gold": ("ufl-001", FORGER),
 }
 
 
@@ -165,8 +215,16 @@ def test_missing_form_and_exit_fail_cleanly(outcomes):
     assert "SystemExit" in outcomes["sys_exit"]["syntax"]["diagnostics"]
 
 
+def test_program_cannot_borrow_the_gold(outcomes):
+    out = outcomes["borrows_gold"]
+    assert out["syntax"]["status"] == "pass"
+    status, diag = _sem(out)
+    assert status == "fail" and out["semantic"]["reason"] == "wrong_output"
+    assert diag.startswith("a: signature differs and the integrand over dx differs")
+
+
 def test_gold_file_is_gone_when_the_program_runs(tasks):
-    """The semantic level writes the gold next to the program; the runner deletes it before the program runs."""
+    """The gold runs in a work dir of its own, removed before the program runs beside its context files."""
     import shutil
     from dslbench.sandbox import new_workdir
     tc, task = toolchains.get("ufl"), tasks["ufl-001"]
@@ -181,6 +239,14 @@ def test_gold_file_is_gone_when_the_program_runs(tasks):
         shutil.rmtree(work, ignore_errors=True)
     assert verdict.status == "fail"
     assert "FileNotFoundError" in verdict.diagnostics and "_gold_forms.py" in verdict.diagnostics
+
+
+def test_unusable_gold_is_our_error_not_the_programs(tasks):
+    import dataclasses
+    task = dataclasses.replace(tasks["ufl-001"], gold="from problem import *\na = u * v * ufl.dx\nL = 1 / 0\n")
+    out = pipeline.evaluate("ufl", task, CASES["swapped_dot"][1])
+    assert out["semantic"]["status"] == "error" and out["semantic"]["reason"] == "gold_broken"
+    assert "the gold is unusable: the program does not run: ZeroDivisionError" in out["semantic"]["diagnostics"]
 
 
 def test_non_terminating_program_times_out(tasks):

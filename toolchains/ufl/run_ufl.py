@@ -1,19 +1,21 @@
-"""Runs inside the sandbox: execute UFL programs, inspect the forms they define, write a JSON report.
+"""Runs inside the sandbox: execute one UFL program, inspect the forms it defines, write a JSON report.
 
 usage: python run_ufl.py SPEC.json REPORT.json
 
-SPEC = {"programs": [[role, file], ...],       # executed in this order, in this one process
+SPEC = {"program": file,                        # the one program this process runs
         "forms": {name: arity, ...},            # the forms the task asks for
         "symbols": [name, ...],                 # coefficient / constant names, matched by name
         "modules": [name, ...],                 # context modules (problem.py -> problem)
-        "numeric_against": role or null,        # compare with this role's signatures; numeric
-                                                #  values only for forms whose signature differs
-        "remove_after_run": [role, ...]}        # delete these roles' files once they have run
+        "numeric": bool}                        # also evaluate the integrands (numeric check)
 
-For each program the report holds whether it ran (first error line otherwise) and, per requested
-form: arity, argument elements, UFL preprocessing status, the preprocessed form signature (with the
-task names of the coefficients in the order the signature numbers them) and, when asked, the
-integrand values of the numeric check grouped by (integral type, subdomain id, quadrature rule).
+The report holds whether the program ran (first error line otherwise) and, per requested form:
+arity, argument elements, UFL preprocessing status, the preprocessed form signature (with the task
+names of the coefficients in the order the signature numbers them) and, when asked, the integrand
+values of the numeric check grouped by (integral type, subdomain id, quadrature rule).
+
+Only this program's own facts are reported: the gold and the candidate each run in a process of
+their own and the validator compares the two reports on the host, so nothing of the gold is in a
+candidate's process (stand-ins are seeded by the task's symbol names and argument numbers alone).
 """
 import hashlib
 import itertools
@@ -57,10 +59,7 @@ def where(exc: BaseException, path: str) -> str:
 
 
 def run_program(path: str):
-    """Execute one program file as a module; returns (namespace, error)."""
-    for mod in list(sys.modules):  # context modules are re-imported fresh for every program
-        if mod in SPEC_MODULES:
-            del sys.modules[mod]
+    """Execute the program file as a module; returns (namespace, error)."""
     cwd = os.getcwd()
     try:
         with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
@@ -501,6 +500,17 @@ def analyse_form(name, obj, names):
     return rec
 
 
+def numeric_record(form, names) -> dict:
+    try:
+        return {"numeric": numeric_values(form, names)}
+    except Unsupported as e:
+        return {"numeric_error": {"kind": e.kind, "message": str(e)}}
+    except Exception as e:  # noqa: BLE001
+        if os.environ.get("UFL_RUNNER_DEBUG"):
+            traceback.print_exc()
+        return {"numeric_error": {"kind": "crash", "message": first_line(e)}}
+
+
 def main():
     global SPEC, SPEC_MODULES
     spec_path, out_path = sys.argv[1], os.path.abspath(sys.argv[2])
@@ -509,45 +519,16 @@ def main():
     SPEC_MODULES = set(SPEC.get("modules", []))
     sys.path.insert(0, os.getcwd())
     np.seterr(all="ignore")   # non-finite integrand values are judged, not warned about
-    report = {"ufl": ufl.__version__, "programs": {}}
-    against = SPEC.get("numeric_against")
-    kept = {}
-    for role, path in SPEC["programs"]:
-        ns, err = run_program(path)
-        if role in SPEC.get("remove_after_run", []):
-            os.remove(path)   # the reference solution is not left readable for the programs run after it
-        entry = {"ran": err is None, "error": err, "forms": {}}
-        report["programs"][role] = entry
-        if err is not None:
-            continue
+    ns, err = run_program(SPEC["program"])
+    report = {"ufl": ufl.__version__, "ran": err is None, "error": err, "forms": {}}
+    if err is None:
         names = symbol_names(ns)
-        kept[role] = (ns, names)
         for fname in SPEC["forms"]:
-            entry["forms"][fname] = analyse_form(fname, ns.get(fname), names)
-    # numeric check for forms whose signatures differ from the reference role's
-    if against and against in kept:
-        ref = report["programs"][against]["forms"]
-        for role, (ns, names) in kept.items():
-            if role == against:
-                continue
-            for fname, rec in report["programs"][role]["forms"].items():
-                gold = ref.get(fname, {})
-                if "signature" not in rec or "signature" not in gold:
-                    continue
-                if (rec["signature"], rec["signature_names"]) == (gold["signature"], gold["signature_names"]):
-                    continue
-                for r, nsn in ((role, names), (against, kept[against][1])):
-                    target = report["programs"][r]["forms"][fname]
-                    if "numeric" in target or "numeric_error" in target:
-                        continue
-                    try:
-                        target["numeric"] = numeric_values((kept[r][0]).get(fname), nsn)
-                    except Unsupported as e:
-                        target["numeric_error"] = {"kind": e.kind, "message": str(e)}
-                    except Exception as e:  # noqa: BLE001
-                        target["numeric_error"] = {"kind": "crash", "message": first_line(e)}
-                        if os.environ.get("UFL_RUNNER_DEBUG"):
-                            traceback.print_exc()
+            rec = analyse_form(fname, ns.get(fname), names)
+            # Evaluated whatever the signature: whether the gold's differs is known only on the host.
+            if SPEC.get("numeric") and "signature" in rec:
+                rec.update(numeric_record(ns.get(fname), names))
+            report["forms"][fname] = rec
     with open(out_path, "w") as f:
         json.dump(report, f)
 

@@ -1,11 +1,20 @@
 """UFL: syntax = the Python program runs and defines the task's forms, which UFL preprocesses, with the
 right arity; semantic = preprocessed form-signature equivalence with the gold, backed by a pointwise
-numeric check of the integrands (per integral type, subdomain id and quadrature rule)."""
+numeric check of the integrands (per integral type, subdomain id and quadrature rule).
+
+The gold and the program run in separate sandboxed processes (the gold in a work dir of its own,
+removed before the program runs); each reports only its own forms' facts and the comparison happens
+here, on the host, so a program cannot read or borrow the gold's forms.
+"""
 import ast
+import hashlib
 import json
 import math
+import shutil
+import threading
 from pathlib import Path
 
+from dslbench.sandbox import new_workdir
 from dslbench.toolchains import Probe, Toolchain, installed_versions
 
 RUNNER = Path(__file__).with_name("run_ufl.py")
@@ -16,6 +25,10 @@ ORACLE_KEYS = {"forms", "symbols", "rtol"}
 DEFAULT_RTOL = 1e-9
 # Single-threaded BLAS: the runner does tiny array work, and thread pools would reserve memory.
 ENV = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+# The gold's report per task (key: hash of task id, gold, context, oracle): the gold is deterministic,
+# so one run per task and process is enough. Only whole reports are kept, never failed runs.
+_GOLD_REPORTS: dict[str, dict] = {}
+_GOLD_LOCK = threading.Lock()
 
 
 def _assigned_names(tree: ast.AST) -> set[str]:
@@ -95,13 +108,33 @@ class Validator(Toolchain):
         return problems
 
     # --- running ----------------------------------------------------------------------------------
-    def _run(self, work: Path, programs: list[tuple[str, str]], task, against: str | None):
+    def _run(self, work: Path, program_file: str, task, numeric: bool):
+        """Run one program alone in the sandbox; its report holds only its own forms' facts."""
         modules = sorted(n[:-3] for n in task.context if n.endswith(".py"))
-        spec = {"programs": [list(p) for p in programs], "forms": task.oracle["forms"],
-                "symbols": task.oracle.get("symbols", []), "modules": modules,
-                "numeric_against": against, "remove_after_run": ["gold"] if against else []}
+        spec = {"program": program_file, "forms": task.oracle["forms"],
+                "symbols": task.oracle.get("symbols", []), "modules": modules, "numeric": numeric}
         (work / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
         return self.run_runner([RUNNER], ["spec.json", "report.json"], work, env=ENV)
+
+    def _gold_report(self, task):
+        """(report or None, the run or None when cached): the gold run in a fresh work dir of its own."""
+        key = hashlib.sha256(json.dumps([task.id, task.gold, task.context, task.oracle],
+                                        sort_keys=True, default=str).encode()).hexdigest()
+        with _GOLD_LOCK:
+            if key in _GOLD_REPORTS:
+                return _GOLD_REPORTS[key], None
+        gold_work = new_workdir()
+        try:
+            for name, content in task.context.items():
+                (gold_work / name).write_text(content, encoding="utf-8")
+            (gold_work / GOLD_FILE).write_text(task.gold, encoding="utf-8")
+            result, report = self._run(gold_work, GOLD_FILE, task, numeric=True)
+        finally:
+            shutil.rmtree(gold_work, ignore_errors=True)
+        if report is not None:
+            with _GOLD_LOCK:
+                _GOLD_REPORTS[key] = report
+        return report, result
 
     def _runner_failure(self, result):
         if result.timed_out:
@@ -128,39 +161,42 @@ class Validator(Toolchain):
         return None
 
     def syntax(self, program, task, work):
-        result, report = self._run(work, [("candidate", self.file_name)], task, None)
+        result, report = self._run(work, self.file_name, task, numeric=False)
         if report is None:
             status, why = self._runner_failure(result)
             return self.verdict(status, why, result)
         forms = task.oracle["forms"]
-        problem = self._preflight(report["programs"]["candidate"], forms)
+        problem = self._preflight(report, forms)
         if problem:
             return self.verdict("fail", problem, result)
         shown = ", ".join(f"{n} (arity {a})" for n, a in forms.items())
         return self.verdict("pass", f"runs; defines {shown}; UFL preprocessing accepts them", result)
 
     def semantic(self, program, task, work):
-        (work / GOLD_FILE).write_text(task.gold, encoding="utf-8")
-        result, report = self._run(work, [("gold", GOLD_FILE), ("candidate", self.file_name)], task, "gold")
-        if report is None:
-            status, why = self._runner_failure(result)
-            return self.verdict(status, why, result)
         forms = task.oracle["forms"]
-        gold_problem = self._preflight(report["programs"]["gold"], forms)
+        gold, gold_run = self._gold_report(task)
+        if gold is None:   # the gold's run is ours: never blamed on the program
+            why = "timed out" if gold_run.timed_out else f"the UFL runner failed (exit {gold_run.returncode})"
+            return self.verdict("error", f"the gold is unusable: {why}", gold_run, reason="gold_broken")
+        gold_problem = self._preflight(gold, forms)
         if gold_problem:
-            return self.verdict("error", f"the gold is unusable: {gold_problem}", result, reason="gold_broken")
-        cand = report["programs"]["candidate"]
+            return self.verdict("error", f"the gold is unusable: {gold_problem}", gold_run, reason="gold_broken")
+        result, cand = self._run(work, self.file_name, task, numeric=True)
+        spent = result.duration_s + (gold_run.duration_s if gold_run else 0.0)
+        if cand is None:
+            status, why = self._runner_failure(result)
+            return self.verdict(status, why, result, duration_s=spent)
         problem = self._preflight(cand, forms)
         if problem:
-            return self.verdict("fail", problem, result)
+            return self.verdict("fail", problem, result, duration_s=spent)
         rtol = float(task.oracle.get("rtol", DEFAULT_RTOL))
         notes = []
         for name in forms:
-            status, note = self._compare(name, report["programs"]["gold"]["forms"][name], cand["forms"][name], rtol)
+            status, note = self._compare(name, gold["forms"][name], cand["forms"][name], rtol)
             if status != "pass":
-                return self.verdict(status, note, result)
+                return self.verdict(status, note, result, duration_s=spent)
             notes.append(note)
-        return self.verdict("pass", "; ".join(notes), result)
+        return self.verdict("pass", "; ".join(notes), result, duration_s=spent)
 
     # --- comparison -------------------------------------------------------------------------------
     def _compare(self, name: str, gold: dict, cand: dict, rtol: float) -> tuple[str, str]:
