@@ -181,3 +181,12 @@ def test_host_users_and_homes_are_not_visible(work):
         assert users <= {"root", "nobody", "sandbox"} and "s3cret" not in r.log, r.log
     finally:
         shutil.rmtree(home, ignore_errors=True)
+
+
+def test_task_files_runs_and_caches_are_not_readable(work):
+    """The project is visible (toolchains, lib), but not the tasks: their gold and expected outputs."""
+    from dslbench.paths import repo_root, tasks_dir
+    gold_file = sorted((tasks_dir() / "jq").glob("*.yaml"))[0]
+    r = run(["sh", "-c", f"cat {gold_file}; ls {repo_root() / 'toolchains' / 'jq'}"], work)
+    assert "gold" not in r.stdout and "No such file" in r.stderr, r.log
+    assert "validator.py" in r.stdout, r.log

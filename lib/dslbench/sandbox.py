@@ -29,7 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from .paths import repo_root
+from .paths import cache_dir, repo_root, runs_dir, tasks_dir
 
 SANDBOX_DIR = "/tmp/work"     # where the work directory appears inside the sandbox
 # Each sandboxed run gets its own unprivileged uid from this range (as root): RLIMIT_NPROC counts the
@@ -109,6 +109,10 @@ def _bwrap_base(as_root: bool, tmp_mb: int = 512) -> list[str]:
         for d in reversed(parents):
             args += ["--perms", "0755", "--dir", str(d)]
         args += ["--ro-bind", p, p]
+    # What the program must not read although it lies in a visible tree: the tasks (their gold and
+    # expected outputs), the runs and caches (other programs' outputs), the tests and the git history.
+    for p in _hidden_paths(masked):
+        args += ["--perms", "0755", "--size", str(1024 * 1024), "--tmpfs", p]
     if as_root:
         args += ["--cap-add", "CAP_SETUID,CAP_SETGID"]
     else:
@@ -122,6 +126,27 @@ def _exposed_paths(masked: list[str]) -> list[str]:
     under = [p for p in paths if any(p == m or p.startswith(m + "/") for m in masked) and p not in masked]
     # only the outermost of nested paths needs a bind
     return sorted(p for p in under if not any(p != q and p.startswith(q + "/") for q in under))
+
+
+def _hidden_paths(masked: list[str]) -> list[str]:
+    root = repo_root()
+    exposed = _exposed_paths(masked)
+    candidates = {root / "data", root / "tests", root / "runs", root / ".cache", root / ".git", root / "book",
+                  tasks_dir(), runs_dir(), cache_dir("generations", "DSLBENCH_CACHE").parent}
+    out = set()
+    for c in candidates:
+        c = Path(c).resolve()
+        if not c.is_dir() or c == Path("/") or c in (root.resolve(), Path(sys.prefix).resolve()):
+            continue
+        p = str(c)
+        inside_mask = any(p == m or p.startswith(m + "/") for m in masked)
+        if inside_mask and not any(p == e or p.startswith(e + "/") for e in exposed):
+            continue        # already invisible
+        if any(str(Path(q).resolve()).startswith(p + "/") or str(Path(q).resolve()) == p
+               for q in (sys.prefix, sys.base_prefix, sys.executable)):
+            continue        # never hide the interpreter
+        out.add(p)
+    return sorted(p for p in out if not any(p.startswith(q + "/") for q in out))   # outermost only
 
 
 def _sandbox_uid() -> int:
