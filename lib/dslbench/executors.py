@@ -13,6 +13,8 @@ import multiprocessing
 import os
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 
+from .errors import UserError
+
 
 class _DaskExecutor:
     """A dask ClientExecutor that also closes its client (and local cluster) on shutdown."""
@@ -55,17 +57,19 @@ REMOTE = ("tcp://", "tls://", "dask://")
 
 
 def check_executor(kind: str | None) -> None:
-    """Refuse an unknown executor before anything starts or is written."""
-    from .errors import UserError
+    """Refuse an unknown executor (the option or DSLBENCH_EXECUTOR) before anything starts or is written."""
     kind = kind or os.environ.get("DSLBENCH_EXECUTOR", "process")
-    if kind not in KINDS and not kind.startswith(REMOTE):
-        raise UserError(f"option --executor: unknown executor {kind!r}: use process, thread, dask-local or "
-                        "tcp://host:port")
+    # a bare "tcp://" has no scheduler address to connect to
+    if kind not in KINDS and not (kind.startswith(REMOTE) and kind.split("://", 1)[1]):
+        raise UserError(f"option --executor: unknown executor {kind!r}; allowed: {', '.join(KINDS)}, "
+                        f"tcp://host:port, tls://host:port, dask://host:port")
 
 
 def make_executor(kind: str | None = None, workers: int | None = None) -> Executor:
     check_executor(kind)
     kind = kind or os.environ.get("DSLBENCH_EXECUTOR", "process")
+    if workers is not None and workers < 1:  # 0 must not silently mean "one per CPU"
+        raise UserError(f"option --workers: must be at least 1, got {workers}")
     workers = workers or os.cpu_count() or 1
     if kind == "process":
         # spawn: workers start clean (no inherited threads or half-loaded models)
@@ -73,11 +77,11 @@ def make_executor(kind: str | None = None, workers: int | None = None) -> Execut
                                    initializer=_die_with_parent)
     if kind == "thread":
         return ThreadPoolExecutor(max_workers=workers)
-    if kind == "dask-local" or kind.startswith(("tcp://", "tls://", "dask://")):
+    if kind == "dask-local" or kind.startswith(REMOTE):
         from dask.distributed import Client, LocalCluster
         if kind == "dask-local":
             cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
                                    dashboard_address=None, host="127.0.0.1")
             return _DaskExecutor(Client(cluster), cluster)
         return _DaskExecutor(Client(kind.replace("dask://", "tcp://", 1)))
-    raise ValueError(f"unknown executor {kind!r}: use process, thread, dask-local or tcp://host:port")
+    raise AssertionError(f"check_executor let {kind!r} through")  # KINDS and the branches above disagree

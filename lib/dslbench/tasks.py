@@ -63,31 +63,70 @@ class Task:
         return d
 
 
-def _line_map(node: yaml.Node, prefix: str = "", out: dict | None = None) -> dict[str, int]:
-    """Map dotted field paths (a.b[2].c) to 1-based line numbers using the composed YAML tree."""
+def _line_map(node: yaml.Node, file: Path, prefix: str = "", out: dict | None = None) -> dict[str, int]:
+    """Map dotted field paths (a.b[2].c) to 1-based line numbers using the composed YAML tree.
+
+    A key given twice in one mapping is an error: YAML loaders silently keep the last value."""
     out = {} if out is None else out
     out.setdefault(prefix, node.start_mark.line + 1)
     if isinstance(node, yaml.MappingNode):
+        seen: dict[str, int] = {}
         for key, value in node.value:
             path = f"{prefix}.{key.value}" if prefix else str(key.value)
-            out[path] = key.start_mark.line + 1
-            _line_map(value, path, out)
+            line = key.start_mark.line + 1
+            if path in seen:
+                raise TaskError(file, line, path, f"duplicate key (first given on line {seen[path]})")
+            seen[path] = out[path] = line
+            _line_map(value, file, path, out)
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
-            _line_map(item, f"{prefix}[{i}]", out)
+            _line_map(item, file, f"{prefix}[{i}]", out)
     return out
+
+
+def _fault_line(text: str, e: yaml.MarkedYAMLError) -> tuple[int | None, str]:
+    """(1-based line of the fault, a note on where yaml noticed it if that differs).
+
+    yaml's problem_mark is where it gave up, which can be lines after the fault."""
+    if e.problem_mark is None:
+        return None, ""
+    noticed = e.problem_mark.line + 1
+    mark = e.problem_mark
+    if e.context_mark is not None and (e.context or "").startswith(("while scanning", "while parsing a flow")):
+        mark = e.context_mark  # a token or bracket opened there and never ended well
+    # An unclosed quote, or a key line without its colon, runs on into the next lines as one string;
+    # yaml trips only on what follows that string, so the fault is where the string started.
+    prev = None
+    try:
+        for tok in yaml.scan(text, Loader=yaml.SafeLoader):
+            if tok.start_mark.index >= mark.index:
+                break
+            prev = tok
+    except yaml.YAMLError:
+        pass
+    if (isinstance(prev, yaml.ScalarToken) and prev.start_mark.line < prev.end_mark.line == mark.line
+            and (prev.style in ("'", '"') or not text.splitlines()[prev.start_mark.line][:prev.start_mark.column]
+                 .strip(" -"))):
+        mark = prev.start_mark
+    line = mark.line + 1
+    return line, "" if line == noticed else f" (noticed on line {noticed})"
 
 
 def read_yaml_with_lines(path: Path) -> tuple[Any, Callable[[str], int | None]]:
     """Parse a YAML file and return (data, line_of(field_path))."""
-    text = path.read_text(encoding="utf-8")
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw[:e.start].count(b"\n") + 1
+        raise TaskError(path, line, "<file>", f"not UTF-8 text (byte 0x{raw[e.start]:02x})") from None
     try:
         node = yaml.compose(text, Loader=yaml.SafeLoader)
         data = yaml.safe_load(text)
     except yaml.MarkedYAMLError as e:
-        line = e.problem_mark.line + 1 if e.problem_mark else None
-        raise TaskError(path, line, "<yaml>", f"not valid YAML: {e.problem}") from None
-    lines = _line_map(node) if node is not None else {}
+        line, note = _fault_line(text, e)
+        raise TaskError(path, line, "<yaml>", f"not valid YAML: {e.problem}{note}") from None
+    lines = _line_map(node, path) if node is not None else {}
 
     def line_of(field_path: str) -> int | None:
         # Fall back to the nearest enclosing field that exists in the file.
@@ -205,6 +244,9 @@ def load_tasks(dsls: list[str] | None = None, root: Path | None = None, limit: i
     Raises TaskError on the first malformed file; nothing is returned in that case.
     `limit` keeps the first N tasks per DSL in id order (for quick runs).
     """
+    # 0 must not mean "no limit" (a falsy check did that), nor a negative one "all but the last N"
+    if limit is not None and limit < 1:
+        raise UserError(f"option --limit: must be at least 1 (omit it for all tasks), got {limit}")
     from .toolchains import discover  # local import: toolchains imports tasks for typing only
     root = Path(root) if root else tasks_dir()
     toolchains = discover()
@@ -224,5 +266,5 @@ def load_tasks(dsls: list[str] | None = None, root: Path | None = None, limit: i
                 raise TaskError(path, 1, "id", f"duplicate task id, also in {ids[task.id]}")
             ids[task.id] = str(path)
             tasks.append(task)
-        out[dsl] = tasks[:limit] if limit else tasks
+        out[dsl] = tasks if limit is None else tasks[:limit]
     return out

@@ -59,7 +59,7 @@ import yaml
 from scipy import stats
 
 from ..paths import toolchains_dir as _toolchains_dir
-from .meta import factors_dir, load_task_meta
+from .meta import factors_dir, load_task_meta, read_dsl_table
 
 FACTORS = ("KD", "SF", "HC", "RY")
 FACTOR_NAMES = {"KD": "Knowledge Demand", "SF": "Syntax Familiarity", "HC": "Harness Complexity",
@@ -238,22 +238,21 @@ def harness_components(dsl: str, tasks: pd.DataFrame, verdicts: pd.DataFrame | N
     return out
 
 
-def release_years(path=None) -> dict[str, dict]:
+def release_years(path=None, toolchains_root=None) -> dict[str, dict]:
+    """{dsl or alias: entry} from the release-year table, which must have an entry for every DSL folder
+    (of `toolchains_root`, default this checkout's) and no other keys; a gap would be a silent NaN."""
     p = Path(path) if path else factors_dir() / "release_year.yaml"
-    data = yaml.safe_load(p.read_text(encoding="utf-8")) if p.exists() else {}
-    table = {}
-    for key, e in (data.get("dsls") or {}).items():
-        table[key] = e
-        for a in e.get("aliases", []) or []:
-            table[a] = e
-    return table
+    if not path and not p.exists():
+        return {}
+    return read_dsl_table(p, toolchains_root, cover_all=True)
 
 
 def components(dsls, verdicts: pd.DataFrame | None = None, tasks_root=None, toolchains_root=None,
                release_years_path=None) -> pd.DataFrame:
     """Raw factor components of each DSL with provenance columns (one row per DSL)."""
     meta = load_task_meta(list(dsls), tasks_root)
-    years = release_years(release_years_path)
+    # a table given with the run's toolchain folders describes those; the default one, this checkout's
+    years = release_years(release_years_path, toolchains_root if release_years_path else None)
     rows = []
     for dsl in dsls:
         t = meta[meta["dsl"] == dsl]

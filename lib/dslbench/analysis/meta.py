@@ -13,7 +13,9 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
+from ..errors import UserError
 from ..paths import repo_root, tasks_dir as _tasks_dir, toolchains_dir as _toolchains_dir
+from ..tasks import read_yaml_with_lines
 
 AXES = ("knowledge", "structure", "version")
 
@@ -24,6 +26,50 @@ def published_dir() -> Path:
 
 def factors_dir() -> Path:
     return repo_root() / "data" / "factors"
+
+
+def dsl_folders(toolchains_root=None) -> list[str]:
+    """Names of the DSL folders (toolchains/<dsl>/toolchain.yaml), without importing any validator."""
+    root = Path(toolchains_root) if toolchains_root else _toolchains_dir()
+    return sorted(p.parent.name for p in root.glob("*/toolchain.yaml"))
+
+
+def check_dsl_key(path, line, field_name: str, key, folders: list[str]) -> None:
+    """A data file's DSL key must be a DSL folder name: any other spelling silently matches nothing."""
+    if key not in folders:
+        raise UserError(f"{path}:{line}: field '{field_name}': unknown DSL '{key}'; "
+                        f"DSL folders: {', '.join(folders) or '(none)'}")
+
+
+def read_dsl_table(path, toolchains_root=None, cover_all: bool = False) -> dict[str, dict]:
+    """Read a YAML table {dsls: {<dsl folder>: {..., aliases: [other spellings]}}}, checked at load:
+    every key is a DSL folder, no alias is one (it would shadow that folder's entry), and with
+    `cover_all` every DSL folder has an entry. Returns {key or alias: entry}."""
+    path = Path(path)
+    if not path.is_file():
+        raise UserError(f"{path}: no such file")
+    data, line_of = read_yaml_with_lines(path)
+    entries = data.get("dsls") if isinstance(data, dict) else None
+    if not isinstance(entries, dict):
+        raise UserError(f"{path}:{line_of('dsls')}: field 'dsls': expected a mapping of DSL folder names to entries")
+    folders = dsl_folders(toolchains_root)
+    table = {}
+    for key, entry in entries.items():
+        field_name = f"dsls.{key}"
+        check_dsl_key(path, line_of(field_name), field_name, key, folders)
+        if not isinstance(entry, dict):
+            raise UserError(f"{path}:{line_of(field_name)}: field '{field_name}': expected a mapping")
+        table[key] = entry
+        for alias in entry.get("aliases") or []:
+            if alias in folders:
+                raise UserError(f"{path}:{line_of(field_name + '.aliases')}: field '{field_name}.aliases': "
+                                f"'{alias}' is a DSL folder with its own entry, not an alias")
+            table[alias] = entry
+    missing = [d for d in folders if d not in entries]
+    if cover_all and missing:
+        raise UserError(f"{path}:{line_of('dsls')}: field 'dsls': no entry for DSL folder(s) {', '.join(missing)}; "
+                        f"DSL folders: {', '.join(folders)}")
+    return table
 
 
 def load_task_meta(dsls=None, tasks_root=None) -> pd.DataFrame:
@@ -64,15 +110,11 @@ def load_card(dsl: str, toolchains_root=None) -> dict:
         return {}
 
 
-def executable_oracle_table(path=None) -> dict:
+def executable_oracle_table(path=None, toolchains_root=None) -> dict:
+    """data/published/executable_oracle.yaml, keys checked against this checkout's DSL folders (a DSL
+    missing from it is allowed: its card may carry the flag, else it is unknown)."""
     p = Path(path) if path else published_dir() / "executable_oracle.yaml"
-    data = yaml.safe_load(p.read_text(encoding="utf-8")) if p.exists() else {}
-    table = {}
-    for key, entry in (data.get("dsls") or {}).items():
-        table[key] = entry
-        for alias in entry.get("aliases", []):
-            table[alias] = entry
-    return table
+    return read_dsl_table(p, toolchains_root) if path or p.exists() else {}
 
 
 def executable_oracle(dsl: str, toolchains_root=None, table=None) -> tuple[bool | None, str]:
@@ -89,7 +131,7 @@ def executable_oracle(dsl: str, toolchains_root=None, table=None) -> tuple[bool 
 
 def dsl_info(dsl_summary: pd.DataFrame, toolchains_root=None) -> pd.DataFrame:
     """dsl_summary plus executable_oracle and its source."""
-    table = executable_oracle_table()
+    table = executable_oracle_table()  # this checkout's table and folders; cards may come from elsewhere
     out = dsl_summary.copy()
     flags = [executable_oracle(d, toolchains_root, table) for d in out["dsl"]]
     out["executable_oracle"] = [f for f, _ in flags]

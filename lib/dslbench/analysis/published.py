@@ -1,10 +1,12 @@
 """The paper's figures (data/published/) beside the figures a run produces."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
-from .meta import published_dir
+from .meta import check_dsl_key, dsl_folders, published_dir
 
 
 def load_headline(path=None) -> pd.DataFrame:
@@ -12,7 +14,14 @@ def load_headline(path=None) -> pd.DataFrame:
 
 
 def load_per_dsl(path=None) -> pd.DataFrame:
-    return pd.read_csv(path or published_dir() / "per_dsl_semantic.csv")
+    """The paper's per-DSL semantic rates; the `dsl` column must name this checkout's DSL folders
+    (another spelling would match no run row and show the DSL as not run)."""
+    p = Path(path) if path else published_dir() / "per_dsl_semantic.csv"
+    df = pd.read_csv(p)
+    folders = dsl_folders()
+    for i, dsl in enumerate(df["dsl"]):
+        check_dsl_key(p, i + 2, "dsl", dsl, folders)  # line 1 is the header
+    return df
 
 
 def compare(ours: dict, keys=None, context: str = "") -> pd.DataFrame:
