@@ -190,3 +190,19 @@ def test_task_files_runs_and_caches_are_not_readable(work):
     r = run(["sh", "-c", f"cat {gold_file}; ls {repo_root() / 'toolchains' / 'jq'}"], work)
     assert "gold" not in r.stdout and "No such file" in r.stderr, r.log
     assert "validator.py" in r.stdout, r.log
+
+
+def test_host_never_writes_or_reads_through_a_symlink_the_program_left(work, tmp_path):
+    """A program's first run leaves symlinks in its work dir; the validator's next copy must not write
+    through them (as root, to any host path) and its report read must not follow them (/dev/zero)."""
+    import os
+    from dslbench import toolchains
+    tc = toolchains.get("ufl")
+    marker = tmp_path / "host-marker"
+    runner = sorted((tc.folder).glob("run_*.py"))[0]
+    os.symlink(marker, work / runner.name)
+    os.symlink("/dev/zero", work / "report.json")
+    (work / "spec.json").write_text("{}")
+    result, report = tc.run_runner([runner], ["spec.json", "report.json"], work)
+    assert not marker.exists() and report is None or isinstance(report, dict)
+    assert not (work / runner.name).is_symlink()

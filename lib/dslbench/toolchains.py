@@ -14,7 +14,9 @@ import functools
 import importlib.metadata
 import importlib.util
 import json
+import os
 import shutil
+import stat
 import sys
 from dataclasses import dataclass, asdict
 from pathlib import Path
@@ -124,15 +126,16 @@ class Toolchain(abc.ABC):
         runner exited 0 and the file is whole JSON (a resource limit can cut it off mid-write).
         """
         for script in scripts:
+            # unlink first: an earlier run of the program may have left a symlink to a host path here
+            (work / Path(script).name).unlink(missing_ok=True)
             shutil.copy(script, work / Path(script).name)
         (work / report).unlink(missing_ok=True)
         result = self.run([Path(sys.executable).name, Path(scripts[0]).name, *args], work, env=env, **limit_overrides)
-        path = work / report
-        if result.returncode != 0 or not path.exists():
+        if result.returncode != 0:
             return result, None
         try:
-            return result, json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError:
+            return result, json.loads(read_work_file(work / report))
+        except (OSError, ValueError):
             return result, None
 
     @staticmethod
@@ -159,6 +162,21 @@ class Toolchain(abc.ABC):
     def validator_name(self) -> str:
         """Where the code behind a verdict lives, relative to the repository."""
         return f"toolchains/{self.dsl}/validator.py:{type(self).__name__}"
+
+
+REPORT_CAP = 64 * 1024 * 1024
+
+
+def read_work_file(path: Path, cap: int = REPORT_CAP) -> str:
+    """A file the sandboxed program could have tampered with: never through a symlink, never unbounded."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(f.fileno()).st_mode):
+            raise OSError(f"{path.name} is not a regular file")
+        data = f.read(cap + 1)
+    if len(data) > cap:
+        raise OSError(f"{path.name} is larger than {cap} bytes")
+    return data.decode("utf-8")
 
 
 @functools.lru_cache(maxsize=None)

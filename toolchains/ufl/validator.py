@@ -113,6 +113,7 @@ class Validator(Toolchain):
         modules = sorted(n[:-3] for n in task.context if n.endswith(".py"))
         spec = {"program": program_file, "forms": task.oracle["forms"],
                 "symbols": task.oracle.get("symbols", []), "modules": modules, "numeric": numeric}
+        (work / "spec.json").unlink(missing_ok=True)  # never write through a symlink the program left
         (work / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
         return self.run_runner([RUNNER], ["spec.json", "report.json"], work, env=ENV)
 
