@@ -59,7 +59,8 @@ class RunResult:
     timed_out: bool
     duration_s: float
     mode: str           # "bwrap", "bwrap-uid" (root: a private uid per run) or "rlimits-only: <why>"
-    killed_for: str = ""  # why the sandbox killed the program before it ended (e.g. the disk quota)
+    killed_for: str = ""  # the limit that ended the program (the disk quota, the output's file-size limit)
+    tampered: str = ""    # set by the caller when the program replaced a file the harness reads back
 
     @property
     def signal(self) -> int | None:
@@ -367,7 +368,12 @@ def run(cmd: list[str], work: Path, limits: Limits | None = None, env: dict[str,
             finally:
                 quota.stop()
             duration = time.monotonic() - t0
+        killed_for = quota.exceeded
+        cap = limits.fsize_mb * 1024 * 1024
+        if not killed_for and proc.returncode != 0 and any((logs / n).stat().st_size >= cap for n in ("out", "err")):
+            # the program's output reached the file-size limit (EFBIG): a limit, though nobody killed it
+            killed_for = f"output over its {limits.fsize_mb} MB file-size limit"
         return RunResult(shown, proc.returncode, _read_capped(logs / "out"), _read_capped(logs / "err"),
-                         timed_out, duration, mode, quota.exceeded)
+                         timed_out, duration, mode, killed_for)
     finally:
         shutil.rmtree(logs, ignore_errors=True)

@@ -135,7 +135,11 @@ class Toolchain(abc.ABC):
             return result, None
         try:
             return result, json.loads(read_work_file(work / report))
-        except (OSError, ValueError):
+        except OSError as e:
+            if (work / report).is_symlink() or ((work / report).exists() and not (work / report).is_file()):
+                result.tampered = f"{report} was replaced by the program ({e})"
+            return result, None
+        except ValueError:
             return result, None
 
     @staticmethod
@@ -143,9 +147,12 @@ class Toolchain(abc.ABC):
                 duration_s: float | None = None, reason: str = "") -> LevelVerdict:
         if result is None:
             return LevelVerdict(status, diagnostics, duration_s=duration_s or 0.0, reason=reason)
+        if status == "error" and result.tampered and not reason:
+            # the program replaced the harness's own files: its doing, not a failure of ours
+            status, reason, diagnostics = "fail", "runtime_error", f"{diagnostics}: {result.tampered}"
         return LevelVerdict(status, diagnostics, result.command, result.log,
                             result.duration_s if duration_s is None else duration_s, result.mode, reason,
-                            result.returncode, result.signal, result.timed_out)
+                            result.returncode, result.signal, result.timed_out, result.killed_for)
 
     def judge_level(self, level: str, program: str, task, work: Path) -> LevelVerdict:
         """One level, settled: a crashing validator is a `harness_error`, never a verdict on the program."""

@@ -58,6 +58,9 @@ DEFAULT_REASON = {"pass": "ok", "unavailable": "toolchain_unavailable", "error":
 LIMIT_SIGNALS = {9: "SIGKILL", 24: "SIGXCPU", 25: "SIGXFSZ"}
 # What runtimes print when the address-space limit stops an allocation (they often abort after it).
 OUT_OF_MEMORY = ("MemoryError", "std::bad_alloc", "cannot allocate memory", "Cannot allocate memory", "out of memory")
+# What a runtime prints when it gives up on memory and carries on or exits cleanly (Go's runtime, Godot's
+# allocator): its own words, never a quote of the program, so they count even in a plain rejection.
+RUNTIME_OUT_OF_MEMORY = ("fatal error: out of memory", "runtime: out of memory", "alloc_static: Condition")
 
 
 def status_of(reason: str) -> str:
@@ -83,6 +86,7 @@ class LevelVerdict:
     exit_code: int | None = None
     signal: int | None = None
     timed_out: bool = False
+    limit_hit: str = ""         # a limit the sandbox saw the run reach (disk quota, output size)
 
     def __post_init__(self):
         if self.status not in STATUSES:
@@ -127,7 +131,7 @@ def settle(level: str, v: LevelVerdict, syntax_fail: str = "parse_error", semant
 def _program_fault(v: LevelVerdict) -> str:
     if v.timed_out:
         return "timeout"
-    if v.signal in LIMIT_SIGNALS:
+    if v.signal in LIMIT_SIGNALS or v.limit_hit or any(m in v.log for m in RUNTIME_OUT_OF_MEMORY):
         return "resource_limit"
     # A memory message explains a crash or a failed runner; in a plain rejection it may just quote the program.
     if (v.signal or v.status == "error") and any(m in v.log for m in OUT_OF_MEMORY):
@@ -153,7 +157,8 @@ def not_run(syntax: LevelVerdict) -> LevelVerdict:
 # --- the record --------------------------------------------------------------------------------
 
 GENERATION_FIELDS = ("dsl", "task_id", "model", "method", "sample", "domain", "difficulty", "split",
-                     "messages", "raw_output", "program", "extraction_rule", "prompt_version", "generation_status")
+                     "messages", "raw_output", "reasoning", "finish_reason", "program", "extraction_rule",
+                     "prompt_version", "generation_status")
 # Fields of intervention records (refinement round, retrieved chunks, ...) carried onto their verdicts.
 INTERVENTION_FIELDS = ("round", "refines", "copied_from", "retrieved", "retrieval")
 

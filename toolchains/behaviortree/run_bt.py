@@ -25,7 +25,8 @@ from lxml import etree
 import behaviortreepy as bt
 
 STATUS = {"SUCCESS": bt.NodeStatus.SUCCESS, "FAILURE": bt.NodeStatus.FAILURE, "RUNNING": bt.NodeStatus.RUNNING}
-CHILD_TIMEOUT_S = 8.0
+CHILD_TIMEOUT_S = 8.0      # default; the validator passes the card's timeout (child_timeout_s)
+LIMIT_SIGNALS = (signal.SIGKILL, signal.SIGXCPU, signal.SIGXFSZ)
 MARK = "__bt"
 
 
@@ -256,7 +257,7 @@ def _send(obj):
     os.close(_PIPE)
 
 
-def in_child(fn, *args):
+def in_child(fn, *args, timeout_s=CHILD_TIMEOUT_S):
     """Run fn(*args) -> JSON-able dict in a forked child; crashes and hangs become reports."""
     global _PIPE
     r, w = os.pipe()
@@ -273,7 +274,7 @@ def in_child(fn, *args):
         _send(result)
         os._exit(0)
     os.close(w)
-    chunks, deadline = [], time.monotonic() + CHILD_TIMEOUT_S
+    chunks, deadline = [], time.monotonic() + timeout_s
     timed_out = False
     while True:
         left = deadline - time.monotonic()
@@ -292,9 +293,11 @@ def in_child(fn, *args):
         os.kill(pid, signal.SIGKILL)
     _, status = os.waitpid(pid, 0)
     if timed_out:
-        return {"crash": f"no answer within {CHILD_TIMEOUT_S:.0f} s (endless loop inside a tick?)"}
+        return {"crash": f"no answer within {timeout_s:.0f} s (endless loop inside a tick?)", "fault": "timeout"}
     if os.WIFSIGNALED(status):
-        return {"crash": f"BehaviorTree.CPP crashed (signal {signal.Signals(os.WTERMSIG(status)).name})"}
+        sig = os.WTERMSIG(status)
+        return {"crash": f"BehaviorTree.CPP crashed (signal {signal.Signals(sig).name})",
+                "fault": "resource_limit" if sig in LIMIT_SIGNALS else "runtime_error"}
     try:
         return json.loads(b"".join(chunks).decode())
     except ValueError:
@@ -310,6 +313,9 @@ def load(text, palette):
     factory = factory_for(palette, script)
     try:
         factory.create_tree_from_text(xml)
+    except MemoryError:       # BT.CPP's std::bad_alloc, e.g. a tree that includes itself as a SubTree
+        return {"loaded": False, "error": "out of memory while building the tree (a recursive SubTree?)",
+                "fault": "resource_limit"}
     except Exception as e:  # noqa: BLE001 - BT.CPP's RuntimeError / LogicError
         return {"loaded": False, "error": fix_message(str(e), line_map, instances)}
     return {"loaded": True, "instances": [{k: i[k] for k in ("id", "given", "line")} for i in instances],
@@ -346,10 +352,11 @@ def scenario_run(text, palette, scenario, check_keys):
 
 def judge(path, oracle, run):
     text = open(path, encoding="utf-8", errors="replace").read()
-    entry = in_child(load, text, oracle["palette"])
+    limit = float(oracle.get("child_timeout_s", CHILD_TIMEOUT_S))
+    entry = in_child(load, text, oracle["palette"], timeout_s=limit)
     if run and entry.get("loaded"):
-        entry["scenarios"] = [in_child(scenario_run, text, oracle["palette"], s, oracle.get("check_keys", []))
-                              for s in oracle["scenarios"]]
+        entry["scenarios"] = [in_child(scenario_run, text, oracle["palette"], s, oracle.get("check_keys", []),
+                                       timeout_s=limit) for s in oracle["scenarios"]]
     return entry
 
 

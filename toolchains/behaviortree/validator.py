@@ -268,7 +268,8 @@ class Validator(Toolchain):
     def _run(self, mode: str, work: Path, task, files: list[str]):
         palette = parse_palette(task.context[task.oracle["palette"]])
         oracle = {"palette": palette, "scenarios": task.oracle["scenarios"],
-                  "check_keys": task.oracle.get("check_keys", [])}
+                  "check_keys": task.oracle.get("check_keys", []),
+                  "child_timeout_s": self.limits().timeout_s}   # the card's limit for each load and scenario
         shutil.copy(RUNNER, work / "run_bt.py")
         (work / "bt_oracle.json").write_text(json.dumps(oracle), encoding="utf-8")
         result = self.run([Path(sys.executable).name, "run_bt.py", mode, "report.json", *files], work)
@@ -283,11 +284,11 @@ class Validator(Toolchain):
             return self.verdict(status, f"BT runner failed (exit {result.returncode}{', timed out' if result.timed_out else ''})", result)
         entry = report[self.file_name]
         if "crash" in entry:
-            return self.verdict("fail", entry["crash"], result)
+            return self.verdict("fail", entry["crash"], result, reason=entry.get("fault", ""))
         if "runner_error" in entry:
             return self.verdict("error", f"runner: {_first_line(entry['runner_error'])}", result)
         if not entry["loaded"]:
-            return self.verdict("fail", _first_line(entry["error"]), result)
+            return self.verdict("fail", _first_line(entry["error"]), result, reason=entry.get("fault", ""))
         return self.verdict("pass", f"BehaviorTree.CPP loads the tree ({len(entry['instances'])} palette node(s))", result)
 
     def semantic(self, program, task, work):
@@ -307,7 +308,7 @@ class Validator(Toolchain):
         for scenario, got, want in zip(task.oracle["scenarios"], cand["scenarios"], gold["scenarios"]):
             name = scenario["name"]
             if "crash" in got:
-                return self.verdict("fail", f"scenario '{name}': {got['crash']}", result)
+                return self.verdict("fail", f"scenario '{name}': {got['crash']}", result, reason=got.get("fault", ""))
             if "runner_error" in got:
                 return self.verdict("error", f"scenario '{name}': runner: {_first_line(got['runner_error'])}", result)
             diff = _trace_diff(got["trace"], want["trace"], got["final"], want["final"])

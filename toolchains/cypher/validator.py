@@ -35,6 +35,9 @@ NEO4J_ENV = ("DSLBENCH_NEO4J_URI", "DSLBENCH_NEO4J_USER", "DSLBENCH_NEO4J_PASSWO
 
 # --- where things are ------------------------------------------------------------------------------
 
+# FalkorDB's reply when a query passes the QUERY_MEM_CAPACITY the runner sets: a limit, the query's doing
+QUERY_MEMORY_CAP = "Query's mem consumption exceeded capacity"
+
 def bundled_graphs() -> list[str]:
     return sorted(p.stem for p in GRAPHS.glob("*.cypher"))
 
@@ -458,8 +461,9 @@ class Validator(Toolchain):
         entry = report["items"]["candidate"]
         if entry.get("crash") == "crash":
             return self.verdict("error", f"{entry['error']} (an engine failure, not judged)", result)
-        if entry.get("crash") == "oom":
-            return self.verdict("fail", f"resource limit while planning: {entry['error']}", result)
+        if entry.get("crash") == "oom" or QUERY_MEMORY_CAP in entry.get("error", ""):
+            return self.verdict("fail", f"resource limit while planning: {entry['error']}", result,
+                                reason="resource_limit")
         if not entry["ok"]:
             gap = falkordb_gap(query, entry["error"])
             if gap:
@@ -505,7 +509,9 @@ class Validator(Toolchain):
             if gap:
                 return self.verdict("unavailable", f"FalkorDB does not implement {gap}: not judged here", result,
                                     reason="unsupported_by_judge")
-            return self.verdict("fail", f"runtime error: {cand[0]['error']}", result)
+            oom = cand[0].get("crash") == "oom" or QUERY_MEMORY_CAP in cand[0]["error"]
+            return self.verdict("fail", f"runtime error: {cand[0]['error']}", result,
+                                reason="resource_limit" if oom else "runtime_error")
         if len(cand) > 1 and not cand[-1]["ok"]:
             return self.verdict("error", f"check query {len(cand) - 1} failed after the program: {cand[-1]['error']}",
                                 result)

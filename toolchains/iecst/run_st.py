@@ -349,7 +349,8 @@ def run(out_path, gold_ir=None):
                 return {"ok": None, "reason": f"the reference program does not run on the oracle inputs: {e}"}
         return st_eval.run_sequences(pous, oracle, oracle.get("step_budget", 200_000))
     except st_eval.Unsupported as e:
-        return {"ok": None, "reason": f"the evaluator does not support: {e}"}
+        # our evaluator is a stand-in for a PLC runtime: a construct it lacks is not the program's fault
+        return {"ok": None, "fault": "unsupported_by_judge", "reason": f"the evaluator does not support: {e}"}
 
 
 def main():

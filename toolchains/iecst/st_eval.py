@@ -889,8 +889,11 @@ def run_sequences(pous: list[dict], oracle: dict, step_budget: int = 200_000) ->
                         inst.vars[n.upper()] = coerce(inst.types[n.upper()], _to_st(v, inst.types[n.upper()]))
                     inst.execute(ev)
                     values = inst.vars
-            except StepLimit as e:
-                return {"ok": False, "reason": f"{label}, scan {k + 1}: {e}"}
+            except StepLimit as e:   # the evaluator's own time limit: the program does not terminate
+                return {"ok": False, "fault": "timeout", "reason": f"{label}, scan {k + 1}: {e}"}
+            except RecursionError:   # unbounded recursion of the program's POUs, not a fault of ours
+                return {"ok": False, "fault": "runtime_error",
+                        "reason": f"{label}, scan {k + 1}: runtime error: recursion too deep"}
             except STError as e:
                 return {"ok": False, "reason": f"{label}, scan {k + 1}: runtime error: {e}"}
             except (ZeroDivisionError, OverflowError, TypeError, KeyError, ValueError) as e:

@@ -210,8 +210,11 @@ class Validator(Toolchain):
         report = json.loads(path.read_text())
         duration = result.duration_s + gold_s
         if report["ok"] is None:
-            return self.verdict("error", report["reason"][:300], result, duration)
-        return self.verdict("pass" if report["ok"] else "fail", report["reason"][:300], result, duration)
+            unsupported = report.get("fault") == "unsupported_by_judge"
+            return self.verdict("unavailable" if unsupported else "error", report["reason"][:300], result, duration,
+                                reason=report.get("fault", ""))
+        return self.verdict("pass" if report["ok"] else "fail", report["reason"][:300], result, duration,
+                            reason=report.get("fault", ""))
 
     # --- upstream: Agents4PLC JSONL ---------------------------------------------------------------------
     def import_upstream(self, source: Path) -> list[dict]:

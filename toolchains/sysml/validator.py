@@ -134,6 +134,10 @@ class Model:
         self.lib_imported = library_names([p for p in imported])
         self.lib_all = library_names(list(library_index()))
         self.lib_packages = set(library_index())
+        # Name resolution recurses through enclosing scopes and generalizations; without these caches
+        # nested specializations cost 2^depth (a 26-deep model ran for minutes on the host).
+        self._resolved: dict = {}
+        self._generals: dict = {}
 
     def parent(self, e):
         return self.by_id.get(e["parent"])
@@ -146,7 +150,12 @@ class Model:
 
     def generals(self, e, seen=None):
         """Definitions e specializes or is typed by (resolved in the model), transitively."""
-        seen = seen if seen is not None else set()
+        if seen is None:
+            key = e["id"]
+            if key not in self._generals:
+                self._generals[key] = []          # a cycle back to e while computing it sees no generals
+                self._generals[key] = self.generals(e, set())
+            return self._generals[key]
         out = []
         refs = [t["name"] for t in e["typed_by"]] + e["specializes"] + e["subsets"] + e["redefines"]
         for ref in refs:
@@ -187,6 +196,13 @@ class Model:
 
     def resolve_name(self, name, scope):
         """A simple name seen from scope: own and inherited members, then enclosing namespaces, imports, root."""
+        key = (name, scope["id"] if scope else None)
+        if key not in self._resolved:
+            self._resolved[key] = None            # a resolution that needs itself does not resolve
+            self._resolved[key] = self._resolve_name(name, scope)
+        return self._resolved[key]
+
+    def _resolve_name(self, name, scope):
         s = scope
         while True:
             found = self.named(self.features(s) if s else self.members(None), name)

@@ -161,6 +161,13 @@ class Validator(Toolchain):
                 return rec["error"]
         return None
 
+    @staticmethod
+    def _fault(entry: dict) -> str:
+        """The reason for a program that died of a limit inside the runner (caught there, so no signal)."""
+        if entry["ran"]:
+            return ""
+        return "resource_limit" if entry["error"].startswith("MemoryError") else ""
+
     def syntax(self, program, task, work):
         result, report = self._run(work, self.file_name, task, numeric=False)
         if report is None:
@@ -169,7 +176,7 @@ class Validator(Toolchain):
         forms = task.oracle["forms"]
         problem = self._preflight(report, forms)
         if problem:
-            return self.verdict("fail", problem, result)
+            return self.verdict("fail", problem, result, reason=self._fault(report))
         shown = ", ".join(f"{n} (arity {a})" for n, a in forms.items())
         return self.verdict("pass", f"runs; defines {shown}; UFL preprocessing accepts them", result)
 
@@ -189,7 +196,7 @@ class Validator(Toolchain):
             return self.verdict(status, why, result, duration_s=spent)
         problem = self._preflight(cand, forms)
         if problem:
-            return self.verdict("fail", problem, result, duration_s=spent)
+            return self.verdict("fail", problem, result, duration_s=spent, reason=self._fault(cand))
         rtol = float(task.oracle.get("rtol", DEFAULT_RTOL))
         notes = []
         for name in forms:
