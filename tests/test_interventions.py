@@ -110,7 +110,7 @@ def test_refinement_stops_at_first_full_pass_or_after_k_rounds(tmp_path, monkeyp
               hopeless.id: [bad(hopeless)] * 10}                                # never passes
     calls = []
 
-    def scripted_model(model_name, messages, params, sample, cache_dir, timeout=None):
+    def scripted_model(model_name, messages, params, sample, cache_dir, timeout=None, fences=()):
         tid = next(t.id for t in tasks if t.instruction.strip() in messages[1]["content"])
         calls.append((tid, len(messages)))
         text = script[tid].pop(0)

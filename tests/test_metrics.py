@@ -183,3 +183,37 @@ def test_a_run_whose_sandbox_cannot_start_the_runner_stops_naming_the_dsl(projec
     assert len(kept) == 3 and {v["syntax"]["reason"] for v in kept} == {"sandbox_error"}
     # with the check lowered to 0 the same run reports instead of stopping
     assert run_cli("validate", "--run", str(tmp_path / "run"), "--min-judged", "0", timeout=600).returncode == 0
+
+
+def test_pass_at_k_matches_the_closed_form_on_a_hand_made_table():
+    # task A: 5 samples, 2 pass; task B: 5 samples, 0 pass; task C: 2 samples (one errored), 1 pass
+    rows = []
+    for task, outcomes in {"A": "ppfff", "B": "fffff", "C": "pfe"}.items():
+        for sample, o in enumerate(outcomes):
+            sem = {"p": "pass", "f": "fail", "e": "error"}[o]
+            rows.append({"dsl": "jq", "task_id": task, "model": "m", "method": "baseline", "sample": sample,
+                         "syntax_status": "pass", "semantic_status": sem})
+    got = metrics.pass_at_k(pd.DataFrame(rows), ks=(1, 2, 5)).iloc[0]
+    # closed forms: pass@k = 1 - C(n-c, k) / C(n, k)
+    a1, a2, a5 = 2 / 5, 1 - math.comb(3, 2) / math.comb(5, 2), 1.0
+    c1, c2 = 1 / 2, 1.0
+    assert got["tasks"] == 3
+    assert got["pass@1_pct"] == pytest.approx(100 * (a1 + 0 + c1) / 3)
+    assert got["pass@2_pct"] == pytest.approx(100 * (a2 + 0 + c2) / 3)
+    assert got["pass@5_pct"] == pytest.approx(100 * (a5 + 0) / 2) and got["tasks_below_5"] == 1
+    # pass@1 over one sample per task is the semantic pass rate of metrics.rates
+    one = pd.DataFrame([r for r in rows if r["sample"] == 0])
+    assert metrics.pass_at_k(one).iloc[0]["pass@1_pct"] == pytest.approx(metrics.rates(one).iloc[0]["semantic_pct"])
+    with pytest.raises(ValueError):
+        metrics.pass_at_k_estimate(3, 1, 4)
+
+
+def test_report_prints_pass_at_k_when_there_are_several_samples(capsys):
+    from dslbench import cli
+    rows = [{"dsl": "jq", "task_id": t, "model": "m", "method": "baseline", "sample": s, "syntax_status": "pass",
+             "semantic_status": "pass" if (t, s) in {("A", 0), ("B", 1)} else "fail", "syntax_reason": "ok",
+             "semantic_reason": "ok"} for t in "AB" for s in range(3)]
+    cli._print_rates(pd.DataFrame(rows))
+    out = capsys.readouterr().out
+    assert "pass@k" in out and "pass@3_pct" in out
+    assert f"{100 * 1 / 3:.2f}" in out      # pass@1 = mean(1/3, 1/3)

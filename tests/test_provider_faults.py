@@ -53,6 +53,11 @@ def completion(content=GOOD_TEXT, **changes) -> dict:
     return body
 
 
+def with_reasoning(body: dict, reasoning: str) -> dict:
+    body["choices"][0]["message"]["reasoning_content"] = reasoning
+    return body
+
+
 def _json(body: dict) -> bytes:
     return json.dumps(body).encode()
 
@@ -67,7 +72,14 @@ REPLIES = {
     "null_content": lambda: (200, _json(completion(content=None))),
     "bad_utf8": lambda: (200, _json(completion(content="ok")).replace(b'"ok"', b'"o\xff\xfek"')),
     "surrogate": lambda: (200, _json(completion(content="ok")).replace(b'"ok"', b'"o\\ud800k"')),
+    # Recorded shapes of thinking models' replies (Qwen3 served inline; DeepSeek-R1 style with the
+    # reasoning in its own field): a sketch block inside the reasoning must never be the program.
+    "think_inline": lambda: (200, _json(completion(content=THINK_INLINE))),
+    "think_field": lambda: (200, _json(with_reasoning(completion(content=THINK_ANSWER), THINK_SKETCH))),
 }
+THINK_SKETCH = "Let me think. A first try:\n```jq\n.items[]\n```\nNo, the task wants the names only."
+THINK_ANSWER = "```jq\n[.items[].name]\n```\nThis maps every item to its name.\n\nAnything else?"
+THINK_INLINE = f"<think>\n{THINK_SKETCH}\n</think>\n\n{THINK_ANSWER}"
 
 
 class FakeServer(ThreadingHTTPServer):
@@ -432,3 +444,38 @@ def test_cli_reports_a_bad_registry_on_one_line(project_copy, tmp_path):
     assert r.returncode == 2, r.stderr[-2000:]
     (line,) = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
     assert f"{models_yaml}:" in line and "field 'models.qwen3-8b.params_b'" in line and "'lots'" in line
+
+
+# --- thinking models and the protocol's cut ------------------------------------------------------
+
+@pytest.mark.parametrize("action", ["think_inline", "think_field"])
+def test_reasoning_is_kept_apart_and_the_answer_is_cut_after_its_block(action, server, spec, tmp_path):
+    server.default = action
+    res = generate(spec, MESSAGES, PARAMS, cache=GenerationCache(tmp_path), fences=("jq",))
+    assert res.status == "ok"
+    assert res.text == "```jq\n[.items[].name]\n```\n"          # the chatter after the block is cut
+    assert res.finish_reason == "fence_closed" and res.provider_finish_reason == "stop"
+    assert "```jq\n.items[]\n```" in res.reasoning and "<think>" not in res.text
+    again = generate(spec, MESSAGES, PARAMS, cache=GenerationCache(tmp_path), fences=("jq",))
+    assert again.cached and (again.text, again.reasoning, again.finish_reason) == (res.text, res.reasoning, res.finish_reason)
+
+
+def test_pipeline_extracts_the_answer_not_the_reasoning(server, project_copy, tmp_path):
+    models_yaml = project_copy / "data" / "models.yaml"
+    models_yaml.write_text(
+        models_yaml.read_text(encoding="utf-8")
+        + f"\n  fake-thinker:\n    litellm: openai/fake-model\n    api_base: {server.base}\n    api_key_env: {KEY_ENV}\n",
+        encoding="utf-8",
+    )
+    server.default = "think_inline"
+    run = tmp_path / "run"
+    pipeline.run_generation(run, dsls=["jq"], models=["fake-thinker"], limit=1, cache_dir=tmp_path / "cache",
+                            executor="thread", workers=1, progress=False, timeout=5)
+    (rec,) = RunStore(run).records("generations")
+    assert rec["program"] == "[.items[].name]" and rec["extraction_rule"] == "tagged-fence"
+    assert "No, the task wants the names only." in rec["reasoning"]
+    assert rec["finish_reason"] == "fence_closed" and rec["decoding"]
+    # the request carried the DSL's budget from its golds, recorded with where it came from
+    sent = server.requests[-1][1]
+    assert rec["max_tokens_from"] == "gold" and sent["max_tokens"] == rec["params"]["max_tokens"] >= 512
+

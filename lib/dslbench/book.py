@@ -219,12 +219,15 @@ def task_page(r: dict, task, root: str) -> str:
                   f"{'' if r.get('judge_exact') in (None, True) else ' (inexact stand-in judge)'}"),
         ("sandbox", html.escape(str(r.get("sandbox") or ""))),
         ("extraction rule / prompt version", f"{html.escape(str(r['extraction_rule']))} / {html.escape(str(r['prompt_version']))}"),
+        ("reply ended by", html.escape(str(r.get("finish_reason") or ""))),
         ("code revision", html.escape(str(r.get("revision") or ""))),
     ])
     body = [f"<h1>{html.escape(r['task_id'])}: {html.escape(task.title if task else '')}</h1>",
             f"<table>{rows}</table>",
             "<h2>Instruction</h2>", _pre(task.instruction if task else "(task no longer in the task set)"),
             "<h2>Prompt as sent</h2>", _pre(prompt),
+            *(["<h2>Model reasoning (kept apart from the answer, not judged)</h2>", _pre(r["reasoning"])]
+              if r.get("reasoning") else []),
             "<h2>Raw model output</h2>", _pre(r["raw_output"]),
             "<h2>Extracted program</h2>", _pre(r["program"]),
             "<h2>Syntax check: command and log</h2>", _pre(r["syntax_command"]), _pre(r["syntax_log"]),

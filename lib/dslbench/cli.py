@@ -70,6 +70,11 @@ def _print_rates(table) -> None:
         print("no verdicts")
         return
     print(metrics.rates(table)[RATE_VIEW].to_string(index=False, float_format=lambda x: f"{x:.2f}"))
+    samples = table.groupby(["dsl", "task_id", "model", "method"])["sample"].nunique().max() if "sample" in table else 1
+    if samples > 1:   # repeated sampling (--samples N): the unbiased pass@k, k up to N
+        ks = sorted({1, *[k for k in (2, 5, 10, 20, 50, 100) if k <= samples], samples})
+        print(f"\nsemantic pass@k (%) over {samples} samples per task:")
+        print(metrics.pass_at_k(table, ks).to_string(index=False, float_format=lambda x: f"{x:.2f}"))
     ex = metrics.exclusions(table, by=("dsl",))
     if len(ex):
         print("\nexcluded from the rates (by DSL, status and reason):")

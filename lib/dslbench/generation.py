@@ -21,6 +21,7 @@ from pathlib import Path
 
 import yaml
 
+from . import decoding
 from .errors import UserError
 from .paths import cache_dir, repo_root
 
@@ -345,6 +346,8 @@ class GenerationResult:
     reason: str = "ok"  # "ok" or "provider_error"
     finish_reason: str | None = None  # as the provider reported it ("stop", "length", ...)
     api_base: str | None = None  # the endpoint called (effective_api_base), None for a provider's default
+    reasoning: str = ""  # a thinking model's reasoning, kept apart from the answer (decoding.split_reasoning)
+    provider_finish_reason: str | None = None  # finish_reason before the protocol cut the reply
 
 
 class MalformedReply(Exception):
@@ -388,8 +391,8 @@ def _tokens(usage_obj, name: str) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
-def _read_reply(response) -> tuple[str, str | None, dict]:
-    """(text, finish_reason, usage) of a completion, or MalformedReply.
+def _read_reply(response) -> tuple[str, str | None, dict, str]:
+    """(text, finish_reason, usage, reasoning content) of a completion, or MalformedReply.
 
     Null content is an error, not an empty answer: the model said nothing we could judge. Text with a
     lone surrogate is not valid Unicode; repairing it would record text the model never produced.
@@ -412,7 +415,15 @@ def _read_reply(response) -> tuple[str, str | None, dict]:
         )
     usage_obj = getattr(response, "usage", None)
     usage = {"prompt_tokens": _tokens(usage_obj, "prompt_tokens"), "completion_tokens": _tokens(usage_obj, "completion_tokens")}
-    return text, finish, usage
+    # litellm puts a provider's separate reasoning (DeepSeek-R1, Qwen3 on vLLM, ...) here
+    reasoning = getattr(getattr(choice, "message", None), "reasoning_content", None)
+    return text, finish, usage, reasoning if _is_text(reasoning) else ""
+
+
+def _cut(text: str, finish: str | None, fences: tuple[str, ...]) -> tuple[str, str | None]:
+    """The answer as the protocol ends it; finish_reason says so when the protocol ended it."""
+    cut, why = decoding.cut_reply(text, fences)
+    return cut, (why if why and (cut != text or finish in (None, why)) else finish)
 
 
 def _good_entry(hit) -> bool:
@@ -433,6 +444,7 @@ def generate(
     cache: GenerationCache | None = None,
     timeout: float = 180,
     retries: int = 3,
+    fences: tuple[str, ...] = (),
 ) -> GenerationResult:
     """One completion. Never raises for provider trouble: returns status="error",
     reason="provider_error" and what happened in `error` instead.
@@ -447,6 +459,9 @@ def generate(
     other yet stay reproducible; the cache key covers (params, sample) and the endpoint.
     Only good replies are cached; a cache hit replays the stored result with cached=True.
     The embedded model ignores the per-attempt timeout (it runs to max_tokens).
+    `fences` (the DSL's fence names) turns on the protocol's cut (decoding.cut_reply): the answer ends
+    after its first block in the DSL's fence closes or where it degenerates into repetition; the
+    embedded model stops generating there. Reasoning is split off first (decoding.split_reasoning).
     """
     merged = {**DEFAULT_PARAMS, **(params or {})}
     api_base = effective_api_base(spec)
@@ -458,8 +473,11 @@ def generate(
     if cache is not None:
         hit = cache.get(key)
         if _good_entry(hit):
+            text, finish = hit["text"], hit.get("finish_reason")
+            if fences and hit.get("cut") != decoding.PROTOCOL:   # an entry from before the cut
+                text, finish = _cut(text, finish, fences)
             return GenerationResult(
-                text=hit["text"],
+                text=text,
                 status="ok",
                 error="",
                 cached=True,
@@ -468,8 +486,10 @@ def generate(
                 attempts=hit.get("attempts", 1),
                 model=spec.litellm,
                 params=hit.get("params", sent),
-                finish_reason=hit.get("finish_reason"),
+                finish_reason=finish,
                 api_base=api_base,
+                reasoning=hit.get("reasoning", ""),
+                provider_finish_reason=hit.get("provider_finish_reason", hit.get("finish_reason")),
             )
 
     t0 = time.monotonic()
@@ -516,8 +536,14 @@ def generate(
             return out_of_time(attempts, last)
         attempts += 1
         try:
-            response = litellm.completion(**kwargs, timeout=left)
-            text, finish_reason, usage = _read_reply(response)
+            token = decoding.STREAM_FENCES.set(fences or None)   # the embedded model stops at the cut
+            try:
+                response = litellm.completion(**kwargs, timeout=left)
+            finally:
+                decoding.STREAM_FENCES.reset(token)
+            text, provider_finish, usage, reasoning = _read_reply(response)
+            answer, reasoning = decoding.split_reasoning(text, reasoning)
+            text, finish_reason = _cut(answer, provider_finish, fences) if fences else (answer, provider_finish)
             break
         except (*TRANSIENT_ERRORS, MalformedReply) as exc:
             last = _error_text(exc)
@@ -542,6 +568,8 @@ def generate(
         params=sent,
         finish_reason=finish_reason,
         api_base=api_base,
+        reasoning=reasoning,
+        provider_finish_reason=provider_finish,
     )
     if cache is not None:  # only good replies reach this point
         # The key's inputs are stored too, so an entry can be audited or re-keyed later.
@@ -551,6 +579,9 @@ def generate(
                 "status": "ok",
                 "text": text,
                 "finish_reason": finish_reason,
+                "provider_finish_reason": provider_finish,
+                "reasoning": reasoning,
+                "cut": decoding.PROTOCOL if fences else None,
                 "usage": usage,
                 "duration_s": result.duration_s,
                 "attempts": attempts,

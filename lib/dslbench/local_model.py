@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 
 # generation sets litellm's offline environment before importing it; take litellm from there.
+from . import decoding
 from .generation import EMBEDDED_MODEL, litellm
 from litellm import CustomLLM
 from litellm.llms.custom_llm import CustomLLMError
@@ -78,22 +79,43 @@ def _close() -> None:
 
 
 def chat(messages: list[dict], **params) -> dict:
-    """create_chat_completion from a clean state; returns llama-cpp-python's OpenAI-style dict."""
+    """create_chat_completion from a clean state; returns llama-cpp-python's OpenAI-style dict.
+
+    When generation.generate has set the reply's fences (decoding.STREAM_FENCES) the reply is streamed
+    and generation stops where decoding.cut_reply will cut it (same tokens at temperature 0, fewer of them).
+    """
     llm = get_llama()
+    fences = decoding.STREAM_FENCES.get()
     with _call_lock:
         # Without reset() llama-cpp-python reuses the KV cache of the previous call for a shared
         # prompt prefix, and the different evaluation batches change the logits slightly: the same
         # messages at temperature 0 could then give different text depending on what ran before.
         llm.reset()
-        return llm.create_chat_completion(
-            messages=messages,
-            # OpenAI-style sampling: only temperature/top_p shape the distribution (llama.cpp's own
-            # defaults add top_k=40 and min_p=0.05); vLLM behaves the same way.
-            top_k=0,
-            min_p=0.0,
-            repeat_penalty=1.0,
-            **params,
-        )
+        # OpenAI-style sampling: only temperature/top_p shape the distribution (llama.cpp's own
+        # defaults add top_k=40 and min_p=0.05); vLLM behaves the same way.
+        sampling = dict(messages=messages, top_k=0, min_p=0.0, repeat_penalty=1.0, **params)
+        if not fences:
+            return llm.create_chat_completion(**sampling)
+        cut, parts, finish, tokens = decoding.StreamCut(fences), [], None, 0
+        stream = llm.create_chat_completion(stream=True, **sampling)
+        try:
+            for chunk in stream:
+                choice = chunk["choices"][0]
+                piece = (choice.get("delta") or {}).get("content") or ""
+                if piece:
+                    tokens += 1                  # llama-cpp-python streams one chunk per token
+                    parts.append(piece)
+                    finish = cut.feed(piece)
+                if finish or choice.get("finish_reason"):
+                    finish = finish or choice["finish_reason"]
+                    break
+        finally:
+            stream.close()                       # stops generating at once
+        # the KV cache holds the prompt and every streamed token but the last one, unless the model
+        # ended on its own (then the end-of-text token was sampled from the last one's logits)
+        prompt = max(llm.n_tokens - tokens + (0 if finish == "stop" else 1), 0)
+        return {"choices": [{"message": {"role": "assistant", "content": "".join(parts)}, "finish_reason": finish}],
+                "usage": {"prompt_tokens": prompt, "completion_tokens": tokens, "total_tokens": prompt + tokens}}
 
 
 class EmbeddedLLM(CustomLLM):

@@ -110,6 +110,38 @@ def rates(verdicts: pd.DataFrame, by=GROUP, final: bool = True) -> pd.DataFrame:
     return out[by + RATE_COLUMNS]
 
 
+def pass_at_k_estimate(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k of one task from n samples with c passes: 1 - C(n-c, k) / C(n, k) (Chen et al., 2021)."""
+    if not 0 <= c <= n or k < 1 or k > n:
+        raise ValueError(f"pass@{k} needs 1 <= k <= n and 0 <= c <= n (n={n}, c={c})")
+    if n - c < k:
+        return 1.0
+    return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))   # the product form, stable for large n
+
+
+def pass_at_k(verdicts: pd.DataFrame, ks=(1,), level: str = "semantic", by=GROUP) -> pd.DataFrame:
+    """Per group: mean over tasks of the unbiased pass@k (%), from each task's evaluated samples.
+
+    Samples are the records of one (dsl, task, model, method) that differ in `sample`; excluded records
+    (error, unavailable) are not samples. A task with fewer than k evaluated samples does not enter
+    pass@k; `tasks_below_k` counts them.
+    """
+    by = list(by)
+    df = final_verdicts(verdicts)
+    df = df[classify(df) == "evaluated"].assign(_pass=lambda d: (d[f"{level}_status"] == "pass").astype(int))
+    per_task = df.groupby([*by, "task_id"])["_pass"].agg(n="size", c="sum").reset_index()
+    rows = []
+    for key, g in per_task.groupby(by, sort=True):
+        row = dict(zip(by, key if isinstance(key, tuple) else (key,)), tasks=len(g))
+        for k in ks:
+            ok = g[g["n"] >= k]
+            row[f"pass@{k}_pct"] = 100 * float(np.mean([pass_at_k_estimate(n, c, k) for n, c in zip(ok["n"], ok["c"])])) \
+                if len(ok) else np.nan
+            row[f"tasks_below_{k}"] = int((g["n"] < k).sum())
+        rows.append(row)
+    return pd.DataFrame(rows, columns=[*by, "tasks", *[c for k in ks for c in (f"pass@{k}_pct", f"tasks_below_{k}")]])
+
+
 def _count_reasons(reasons: pd.Series) -> str:
     counts = reasons[reasons != ""].value_counts()
     return ", ".join(f"{r} {n}" for r, n in counts.items())

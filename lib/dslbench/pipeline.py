@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 from tqdm.auto import tqdm
 
-from . import metrics, toolchains, verdicts
+from . import decoding, metrics, toolchains, verdicts
 from .metrics import final_verdicts, with_rounds  # noqa: F401 (re-exported: the book and notebooks use them)
 from .executors import make_executor
 from .prompting import PROMPT_VERSION, build_messages, extract_program
@@ -73,12 +73,12 @@ def evaluate(dsl: str, task: Task, program: str) -> dict:
 # --- generation --------------------------------------------------------------------------------
 
 def _generate_job(model_name: str, messages: list, params: dict, sample: int, cache_dir: str | None,
-                  timeout: float | None = None) -> dict:
+                  timeout: float | None = None, fences: tuple[str, ...] = ()) -> dict:
     from .generation import GenerationCache, generate, resolve_model
     spec = resolve_model(model_name)
     cache = GenerationCache(Path(cache_dir)) if cache_dir else None
     kw = {"timeout": timeout} if timeout else {}
-    res = generate(spec, messages, params, sample=sample, cache=cache, **kw)
+    res = generate(spec, messages, params, sample=sample, cache=cache, fences=fences, **kw)
     return res.__dict__
 
 
@@ -104,12 +104,18 @@ def run_generation(run_dir, dsls=None, models=None, limit=None, samples: int = 1
     tasks = load_tasks(dsls or None, limit=limit)        # strict: stops before anything is written
     models = list(models or [default_model_name()])
     specs = {m: resolve_model(m) for m in models}
-    params = {**DEFAULT_PARAMS, **(params or {})}
+    user_params = dict(params or {})
+    params = {**DEFAULT_PARAMS, **user_params}
+    # one decoding protocol (decoding.py): max_tokens per DSL from all its golds, unless the user set it
+    budgets = {dsl: (user_params["max_tokens"], "user") if "max_tokens" in user_params else
+               decoding.token_budget(toolchains.get(dsl).card, [t.gold for t in load_tasks([dsl])[dsl]])
+               for dsl in tasks}
     cache_dir = str(cache_dir or default_cache_dir())
     store = RunStore(run_dir)
     with store.writer("generate"):  # one writer per run folder
         store.log_invocation("generate", {"dsls": list(tasks), "models": models, "limit": limit, "samples": samples,
                                           "method": method, "params": params, "executor": executor,
+                                          "max_tokens": {d: b[0] for d, b in budgets.items()},
                                           "retry_errors": retry_errors, "timeout": timeout})
         done = store.keys("generations", retry=retry_errors)
         todo = []
@@ -139,11 +145,15 @@ def run_generation(run_dir, dsls=None, models=None, limit=None, samples: int = 1
                 "params": res["params"], "raw_output": res["text"], "program": program, "extraction_rule": rule,
                 "generation_status": res["status"], "generation_error": res["error"],
                 "generation_reason": res.get("reason") or ("ok" if res["status"] == "ok" else "provider_error"),
-                "finish_reason": res.get("finish_reason"), "api_base": res.get("api_base"), "cached": res["cached"],
+                "finish_reason": res.get("finish_reason"), "provider_finish_reason": res.get("provider_finish_reason"),
+                "reasoning": res.get("reasoning", ""), "max_tokens_from": budgets[rec["dsl"]][1],
+                "decoding": decoding.PROTOCOL, "api_base": res.get("api_base"), "cached": res["cached"],
                 "usage": res["usage"], "generation_duration_s": res["duration_s"], "attempts": res["attempts"],
                 "revision": code_revision(), "finished": now()})
 
-        jobs = [((rec, messages), _generate_job, (rec["model"], messages, params, rec["sample"], cache_dir, timeout))
+        jobs = [((rec, messages), _generate_job,
+                 (rec["model"], messages, {**params, "max_tokens": budgets[rec["dsl"]][0]}, rec["sample"], cache_dir,
+                  timeout, toolchains.get(rec["dsl"]).fence_aliases))
                 for rec, messages in todo]
         fan_out(jobs, write, kind, workers, "generate", progress)
     return summarize_generations(store)
@@ -232,7 +242,8 @@ def expected_reasons(kind: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(syntax, semantic) reasons a program of this kind may get: a mutant must be killed for the right cause."""
     return {"gold": (("ok",), ("ok",)),
             "syntax": (verdicts.SYNTAX_REASONS, ("syntax_failed",)),
-            "semantic": (("ok",), verdicts.ORACLE_REASONS)}[kind]
+            # a semantic mutant may also never terminate (a loop variable never updated): killed by the limit
+            "semantic": (("ok",), (*verdicts.ORACLE_REASONS, "timeout"))}[kind]
 
 
 SELFCHECK_COLUMNS = ["dsl", "task_id", "program", "index", "syntax", "semantic", "syntax_reason", "semantic_reason",

@@ -29,7 +29,7 @@ def build_messages(task, toolchain) -> list[dict]:
             {"role": "user", "content": "\n\n".join(parts)}]
 
 
-_FENCE = re.compile(r"^[ \t]*(```+|~~~+)[ \t]*([^\n`]*)\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.S | re.M)
+FENCE = re.compile(r"^[ \t]*(```+|~~~+)[ \t]*([^\n`]*)\n(.*?)(?:^[ \t]*\1[ \t]*$|\Z)", re.S | re.M)
 
 
 def extract_program(raw: str, aliases: tuple[str, ...]) -> tuple[str, str]:
@@ -41,7 +41,7 @@ def extract_program(raw: str, aliases: tuple[str, ...]) -> tuple[str, str]:
     """
     wanted = {a.lower() for a in aliases}
     blocks = [(m.group(2).strip().split()[0].lower() if m.group(2).strip() else "", m.group(3))
-              for m in _FENCE.finditer(raw or "")]
+              for m in FENCE.finditer(raw or "")]
     for tag, body in blocks:
         if tag in wanted:
             return body.strip("\n"), "tagged-fence"

@@ -39,6 +39,7 @@ def record_html(row: dict, task, rounds: pd.DataFrame | None = None) -> str:
         parts.append("<b>All records of this task and model</b>" + rounds.to_html(index=False))
     parts += ["<h4>Instruction</h4>", pre(task.instruction if task else ""),
               "<h4>Prompt as sent</h4>", pre("\n\n".join(f"[{m['role']}]\n{m['content']}" for m in messages)),
+              *(["<h4>Reasoning (kept apart, not judged)</h4>", pre(row.get("reasoning"))] if row.get("reasoning") else []),
               "<h4>Raw output</h4>", pre(row.get("raw_output")),
               "<h4>Candidate vs gold</h4>", diff,
               "<h4>Syntax log</h4>", pre(row.get("syntax_log")), "<h4>Semantic log</h4>", pre(row.get("semantic_log"))]
