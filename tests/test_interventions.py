@@ -285,3 +285,14 @@ def test_notebook_06_runs_end_to_end_reduced(tmp_path, monkeypatch):
     assert gens and all(g["prompt_version"] == "pe-v1" for g in gens)
     rag = [g for g in RunStore(run).records("generations") if g["method"] == "rag"]
     assert rag and all(g["retrieved"] and g["retrieved"][0]["source"] for g in rag)
+
+
+def test_refinement_stops_where_the_model_has_nothing_to_repair():
+    def v(syn, sem, rnd=1):
+        return {"syntax": {"status": syn}, "semantic": {"status": sem}, "round": rnd}
+    assert I.is_final(v("pass", "pass"), 3)
+    assert not I.is_final(v("pass", "fail"), 3) and not I.is_final(v("fail", "fail"), 3)
+    # a semantic level that errored (gold_broken, harness) or has no judge: its diagnostics are ours
+    assert I.is_final(v("pass", "error"), 3) and I.is_final(v("pass", "unavailable"), 3)
+    assert I.is_final(v("error", "error"), 3) and I.is_final(v("unavailable", "unavailable"), 3)
+    assert I.is_final(v("pass", "fail", rnd=3), 3)

@@ -92,7 +92,11 @@ def rag_messages(task, toolchain, chunks) -> list[dict]:
 
 def is_final(verdict: dict, rounds: int) -> bool:
     """Stop repairing: full pass, nothing the model can repair (unavailable / error), or k rounds done."""
-    return (verdict["semantic"]["status"] == "pass" or verdict["syntax"]["status"] in ("unavailable", "error")
+    # an errored or unjudged semantic level (e.g. gold_broken) is not the model's to repair, and its
+    # diagnostics may carry the gold's own outputs
+    return (verdict["semantic"]["status"] == "pass"
+            or "unavailable" in (verdict["syntax"]["status"], verdict["semantic"]["status"])
+            or "error" in (verdict["syntax"]["status"], verdict["semantic"]["status"])
             or int(verdict.get("round") or 0) >= rounds)
 
 
