@@ -326,13 +326,18 @@ def test_cache_key_and_record_follow_the_effective_api_base(server, monkeypatch,
 # --- end to end through the pipeline and the run store ---------------------------------------------
 
 
-def test_pipeline_records_provider_errors_and_retries_them(server, project_copy, tmp_path):
+def add_fake_model(project_copy, server, name: str) -> None:
+    """A data/models.yaml entry in the project copy that points at the fake server."""
     models_yaml = project_copy / "data" / "models.yaml"
     models_yaml.write_text(
         models_yaml.read_text(encoding="utf-8")
-        + f"\n  fake-local:\n    litellm: openai/fake-model\n    api_base: {server.base}\n    api_key_env: {KEY_ENV}\n",
+        + f"\n  {name}:\n    litellm: openai/fake-model\n    api_base: {server.base}\n    api_key_env: {KEY_ENV}\n",
         encoding="utf-8",
     )
+
+
+def test_pipeline_records_provider_errors_and_retries_them(server, project_copy, tmp_path):
+    add_fake_model(project_copy, server, "fake-local")
     run, cache = tmp_path / "run", tmp_path / "cache"
     common = dict(dsls=["jq"], models=["fake-local"], limit=1, cache_dir=cache, executor="thread", workers=1,
                   progress=False, timeout=5)
@@ -461,12 +466,7 @@ def test_reasoning_is_kept_apart_and_the_answer_is_cut_after_its_block(action, s
 
 
 def test_pipeline_extracts_the_answer_not_the_reasoning(server, project_copy, tmp_path):
-    models_yaml = project_copy / "data" / "models.yaml"
-    models_yaml.write_text(
-        models_yaml.read_text(encoding="utf-8")
-        + f"\n  fake-thinker:\n    litellm: openai/fake-model\n    api_base: {server.base}\n    api_key_env: {KEY_ENV}\n",
-        encoding="utf-8",
-    )
+    add_fake_model(project_copy, server, "fake-thinker")
     server.default = "think_inline"
     run = tmp_path / "run"
     pipeline.run_generation(run, dsls=["jq"], models=["fake-thinker"], limit=1, cache_dir=tmp_path / "cache",

@@ -33,10 +33,12 @@ ORACLE_KEYS = {"graph", "external", "check", "compare_result", "ordered", "list_
 NEO4J_ENV = ("DSLBENCH_NEO4J_URI", "DSLBENCH_NEO4J_USER", "DSLBENCH_NEO4J_PASSWORD", "DSLBENCH_NEO4J_DATABASE")
 
 
-# --- where things are ------------------------------------------------------------------------------
-
 # FalkorDB's reply when a query passes the QUERY_MEM_CAPACITY the runner sets: a limit, the query's doing
 QUERY_MEMORY_CAP = "Query's mem consumption exceeded capacity"
+
+
+# --- where things are ------------------------------------------------------------------------------
+
 
 def bundled_graphs() -> list[str]:
     return sorted(p.stem for p in GRAPHS.glob("*.cypher"))
