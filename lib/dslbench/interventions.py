@@ -2,9 +2,10 @@
 deep-study DSLs; their statistics against the matched baseline.
 
 Methods (the `method` of every record): baseline, pe, rag, baseline-refinement, retrieval-refinement,
-rag-refinement. A refinement method starts from the final output of `baseline` (or `rag` for
+rag-refinement, tests-refinement. A refinement method starts from the final output of `baseline` (or `rag` for
 rag-refinement), copied as its round 0, and repairs it over up to k rounds with the validator's
-diagnostics (plus retrieved context for retrieval-/rag-refinement). A loop stops at the first round
+diagnostics (plus retrieved context for retrieval-/rag-refinement); tests-refinement is baseline-refinement
+whose feedback also shows the oracle's expected values (`feedback`'s `tests` mode). A loop stops at the first round
 whose program passes both levels (or whose verdict is unavailable / an error: nothing to repair),
 or after round k. Every round is one generation record and one verdict record (key + `round`), so
 the viewer shows the whole chain. Generation goes through pipeline.run_generation, validation
@@ -26,10 +27,15 @@ from .pipeline import run_generation, run_validation
 from .prompting import build_messages
 from .store import KEY_FIELDS, RunStore, record_key
 
-METHODS = ("baseline", "pe", "rag", "baseline-refinement", "retrieval-refinement", "rag-refinement")
-REFINEMENT_START = {"baseline-refinement": "baseline", "retrieval-refinement": "baseline", "rag-refinement": "rag"}
+METHODS = ("baseline", "pe", "rag", "baseline-refinement", "retrieval-refinement", "rag-refinement", "tests-refinement")
+REFINEMENT_START = {"baseline-refinement": "baseline", "retrieval-refinement": "baseline", "rag-refinement": "rag",
+                    "tests-refinement": "baseline"}
+# tests-refinement is baseline-refinement shown the oracle's expected values (test-driven repair); every
+# other loop sees diagnostics only, so its scores are not helped by the hidden answers
+FEEDBACK_MODE = {"tests-refinement": "tests"}
 RAG_VERSION = "rag-v1"
-REFINE_VERSION = "refine-v1"
+REFINE_VERSION = "refine-v2"     # v2: expected values only in the `tests` feedback mode
+FEEDBACK_MODES = ("diagnostics", "tests")
 MAX_CHUNK_CHARS = 1200
 MAX_DIAGNOSTIC_CHARS = 1500
 PE_FIELDS = ("version", "instructions", "version_notes", "output_constraints", "examples")
@@ -100,17 +106,27 @@ def is_final(verdict: dict, rounds: int) -> bool:
             or int(verdict.get("round") or 0) >= rounds)
 
 
-def feedback(verdict: dict) -> str:
+def feedback(verdict: dict, mode: str = "diagnostics") -> str:
+    """What the model is told about its rejected program.
+
+    `diagnostics` (the default): the toolchain's and the oracle's messages, which never carry the
+    oracle's expected values; `tests`: the expected values as well, as in test-driven repair.
+    """
+    if mode not in FEEDBACK_MODES:
+        raise ValueError(f"feedback mode {mode!r}: expected one of {', '.join(FEEDBACK_MODES)}")
     lines = ["The validator rejected your program."]
     for level in ("syntax", "semantic"):
         v = verdict[level]
         lines.append(f"{level} check: {v['status']}: {str(v.get('diagnostics') or '')[:MAX_DIAGNOSTIC_CHARS]}")
+        if mode == "tests" and v.get("expected"):
+            lines.append(f"{level} check expected: {str(v['expected'])[:MAX_DIAGNOSTIC_CHARS]}")
     return "\n".join(lines)
 
 
-def repair_messages(start_messages: list[dict], previous_output: str, verdict: dict, fence: str, chunks=()) -> list[dict]:
-    """The start prompt, the previous answer, and the validator's diagnostics (+ retrieved context)."""
-    parts = [feedback(verdict)]
+def repair_messages(start_messages: list[dict], previous_output: str, verdict: dict, fence: str, chunks=(),
+                    mode: str = "diagnostics") -> list[dict]:
+    """The start prompt, the previous answer, and the validator's feedback (+ retrieved context)."""
+    parts = [feedback(verdict, mode)]
     if chunks:
         parts.append(context_block(chunks))
     parts.append(f"Fix the program. Answer with the complete corrected program in one ```{fence} code block only.")
@@ -144,7 +160,8 @@ def run_refinement(run_dir, method: str, dsls, models, limit=None, samples: int 
                    progress: bool = True) -> pd.DataFrame:
     """Repair loop over up to `rounds` rounds; resumable (finished rounds are skipped)."""
     start = REFINEMENT_START[method]
-    use_context = method != "baseline-refinement"
+    use_context = method in ("retrieval-refinement", "rag-refinement")
+    mode = FEEDBACK_MODE.get(method, "diagnostics")
     store = RunStore(run_dir)
     _seed_round0(store, method, start, dsls, models)
     for r in range(1, rounds + 1):
@@ -166,8 +183,9 @@ def run_refinement(run_dir, method: str, dsls, models, limit=None, samples: int 
                 chunks = rt.search(task.instruction + "\n" + diag, top_k)
                 extra = retrieved_fields(chunks, rt, top_k)
             return {"messages": repair_messages(first[(task.id, model, sample)], v.get("raw_output", ""), v,
-                                                tc.fence, chunks),
-                    "prompt_version": REFINE_VERSION, "round": r, "refines": start, **extra}
+                                                tc.fence, chunks, mode),
+                    "prompt_version": f"{REFINE_VERSION}-{mode}", "feedback_mode": mode, "round": r, "refines": start,
+                    **extra}
         run_generation(run_dir, dsls, models, limit, samples, method=method, params=params, executor=executor,
                        workers=workers, cache_dir=cache_dir, progress=progress, prompt_fn=prompt_fn)
         run_validation(run_dir, dsls, executor=executor, workers=workers, progress=progress)

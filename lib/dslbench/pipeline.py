@@ -229,7 +229,7 @@ def _selfcheck_job(dsl: str, task: Task, kind: str, index: int, program: str) ->
     return {"dsl": dsl, "task_id": task.id, "program": kind, "index": index,
             "syntax": syn["status"], "semantic": sem["status"], "syntax_reason": syn["reason"],
             "semantic_reason": sem["reason"], "syntax_diagnostics": syn["diagnostics"],
-            "semantic_diagnostics": sem["diagnostics"], "toolchain": out["probe"]["toolchain"],
+            "semantic_diagnostics": sem["diagnostics"], "semantic_expected": sem.get("expected", ""), "toolchain": out["probe"]["toolchain"],
             "version": out["probe"]["version"], "seconds": syn["duration_s"] + sem["duration_s"]}
 
 
@@ -247,7 +247,7 @@ def expected_reasons(kind: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 SELFCHECK_COLUMNS = ["dsl", "task_id", "program", "index", "syntax", "semantic", "syntax_reason", "semantic_reason",
-                     "syntax_diagnostics", "semantic_diagnostics", "toolchain", "version", "seconds"]
+                     "syntax_diagnostics", "semantic_diagnostics", "semantic_expected", "toolchain", "version", "seconds"]
 
 
 def selfcheck(dsls=None, executor: str | None = None, workers: int | None = None, progress: bool = True,

@@ -220,7 +220,7 @@ def _flat_generation(r: dict) -> dict:
 
 VERDICT_COLUMNS = ["schema", "run", *KEY_FIELDS, "domain", "difficulty", "split", "toolchain", "toolchain_version",
                    "dialect", "judge_exact", "validator", "syntax_status", "semantic_status", "syntax_reason",
-                   "semantic_reason", "syntax_diagnostics", "semantic_diagnostics",
+                   "semantic_reason", "syntax_diagnostics", "semantic_diagnostics", "syntax_expected", "semantic_expected",
                    "syntax_command", "semantic_command", "syntax_log", "semantic_log",
                    "syntax_duration_s", "semantic_duration_s", "sandbox", "generation_status",
                    "prompt", "raw_output", "reasoning", "finish_reason", "program", "extraction_rule", "prompt_version",
@@ -234,7 +234,7 @@ def flatten_verdicts(records: Iterable[dict]) -> pd.DataFrame:
         row["prompt"] = json.dumps(r.get("messages", []), ensure_ascii=False)
         for level in ("syntax", "semantic"):
             v = r.get(level) or {}
-            for f in ("status", "reason", "diagnostics", "command", "log", "duration_s"):
+            for f in ("status", "reason", "diagnostics", "expected", "command", "log", "duration_s"):
                 row[f"{level}_{f}"] = v.get(f)
         if "round" in r:  # refinement rounds (interventions); baseline-only runs keep exactly VERDICT_COLUMNS
             row["round"] = r["round"]

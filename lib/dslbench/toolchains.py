@@ -144,15 +144,16 @@ class Toolchain(abc.ABC):
 
     @staticmethod
     def verdict(status: str, diagnostics: str, result: sandbox.RunResult | None = None,
-                duration_s: float | None = None, reason: str = "") -> LevelVerdict:
+                duration_s: float | None = None, reason: str = "", expected: str = "") -> LevelVerdict:
+        """`diagnostics` must not reveal what the oracle expects: that goes to `expected` (see LevelVerdict)."""
         if result is None:
-            return LevelVerdict(status, diagnostics, duration_s=duration_s or 0.0, reason=reason)
+            return LevelVerdict(status, diagnostics, duration_s=duration_s or 0.0, reason=reason, expected=expected)
         if status == "error" and result.tampered and not reason:
             # the program replaced the harness's own files: its doing, not a failure of ours
             status, reason, diagnostics = "fail", "runtime_error", f"{diagnostics}: {result.tampered}"
         return LevelVerdict(status, diagnostics, result.command, result.log,
                             result.duration_s if duration_s is None else duration_s, result.mode, reason,
-                            result.returncode, result.signal, result.timed_out, result.killed_for)
+                            result.returncode, result.signal, result.timed_out, result.killed_for, expected)
 
     def judge_level(self, level: str, program: str, task, work: Path) -> LevelVerdict:
         """One level, settled: a crashing validator is a `harness_error`, never a verdict on the program."""

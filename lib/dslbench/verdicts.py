@@ -73,7 +73,9 @@ def status_of(reason: str) -> str:
 class LevelVerdict:
     """Outcome of one validation level with its reason and provenance.
 
-    `exit_code`, `signal` and `timed_out` describe the sandboxed run the verdict came from (when
+    `diagnostics` says what is wrong with the program in terms of the program itself (the toolchain's
+    messages, the candidate's own outputs, which check failed); values only the oracle knows go to
+    `expected`. `exit_code`, `signal` and `timed_out` describe the sandboxed run the verdict came from (when
     there was one) so that `settle` can apply the program's-fault rule in one place.
     """
     status: str
@@ -87,6 +89,9 @@ class LevelVerdict:
     signal: int | None = None
     timed_out: bool = False
     limit_hit: str = ""         # a limit the sandbox saw the run reach (disk quota, output size)
+    # what the oracle wanted (expected outputs, the gold's values, the failed requirement's target):
+    # kept out of `diagnostics` so refinement feedback shows it only in its `tests` mode
+    expected: str = ""
 
     def __post_init__(self):
         if self.status not in STATUSES:
