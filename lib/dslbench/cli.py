@@ -1,4 +1,4 @@
-"""The `dslbench` command: doctor, generate, validate, report, selfcheck, pipeline."""
+"""The `dslbench` command: doctor, generate, serve, validate, report, selfcheck, pipeline, book, batch."""
 from __future__ import annotations
 
 import argparse
@@ -55,7 +55,8 @@ def cmd_generate(args) -> int:
         raise UserError(f"option --params: not JSON ({e.msg} at column {e.colno})") from None
     summary = run_generation(args.run, args.dsl, args.model, args.limit, args.samples, args.method, params,
                              args.executor, args.workers, args.cache, progress=not args.no_progress,
-                             retry_errors=not args.no_retry_errors, timeout=args.timeout)
+                             retry_errors=not args.no_retry_errors, timeout=args.timeout,
+                             api_base=args.api_base, api_key_env=args.api_key_env)
     print(summary.to_string(index=False) if not summary.empty else "no generations")
     return 0
 
@@ -133,6 +134,19 @@ def cmd_profile(args) -> int:
     return profile_main(args.argv)
 
 
+def cmd_serve(args) -> int:
+    """llama-cpp-python's own OpenAI-compatible server on the embedded GGUF, in the foreground."""
+    import os
+    from .local_model import N_CTX, gguf_path
+    threads = args.threads or int(os.environ.get("DSLBENCH_LLAMA_THREADS") or os.cpu_count() or 1)
+    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path()), "--model_alias", args.alias,
+               "--host", args.host, "--port", str(args.port), "--n_threads", str(threads), "--n_ctx", str(N_CTX)]
+    print(f"serving {args.alias} at http://{args.host}:{args.port}/v1 (Ctrl-C stops); generate with\n"
+          f"  dslbench generate --model openai/{args.alias} --api-base http://{args.host}:{args.port}/v1 ...",
+          flush=True)
+    os.execv(sys.executable, command)
+
+
 def cmd_pipeline(args) -> int:
     from .notebooks import run_pipeline
     import yaml
@@ -192,7 +206,19 @@ def main(argv=None) -> int:
                    help="overall deadline in seconds of one model call, retries included (default: 180)")
     p.add_argument("--no-retry-errors", action="store_true",
                    help="keep items whose model call failed earlier instead of trying them again")
+    p.add_argument("--api-base", default=None,
+                   help="server of the model(s), e.g. http://127.0.0.1:8000/v1 for `dslbench serve`, vLLM or Ollama "
+                        "(overrides the registry and OPENAI_API_BASE; recorded and part of the cache key)")
+    p.add_argument("--api-key-env", default=None, metavar="VAR",
+                   help="name of the environment variable holding the server's API key (the key is never stored)")
     p.set_defaults(fn=cmd_generate)
+
+    p = sub.add_parser("serve", help="serve the embedded model over an OpenAI-compatible API (llama-cpp-python)")
+    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=8000)
+    p.add_argument("--alias", default="smollm2-135m", help="model name the server answers to (default smollm2-135m)")
+    p.add_argument("--threads", type=int, default=None, help="CPU threads (default: DSLBENCH_LLAMA_THREADS or all)")
+    p.set_defaults(fn=cmd_serve)
 
     p = sub.add_parser("validate", help="validate the run's generations (resumable)")
     _common(p)

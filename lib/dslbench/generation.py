@@ -16,7 +16,7 @@ import tempfile
 import threading
 import time
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import yaml
@@ -221,20 +221,36 @@ def _is_embedded(litellm_str: str) -> bool:
     return litellm_str.startswith(EMBEDDED_PROVIDER + "/")
 
 
-def resolve_model(name_or_litellm_string: str, registry: dict[str, ModelSpec] | None = None) -> ModelSpec:
-    """A registry name, else a raw litellm "provider/model" string."""
+def resolve_model(name_or_litellm_string: str, registry: dict[str, ModelSpec] | None = None,
+                  api_base: str | None = None, api_key_env: str | None = None) -> ModelSpec:
+    """A registry name, else a raw litellm "provider/model" string; `api_base` / `api_key_env` (the
+    command line's --api-base / --api-key-env) point a served model at another server."""
     where = ""
     if registry is None:
         registry = load_model_registry()
         where = f" {_registry_path(None)}"
     if name_or_litellm_string in registry:
-        return registry[name_or_litellm_string]
-    if "/" in name_or_litellm_string:
-        return ModelSpec(
+        spec = registry[name_or_litellm_string]
+    elif "/" in name_or_litellm_string:
+        spec = ModelSpec(
             name=name_or_litellm_string,
             litellm=name_or_litellm_string,
             embedded=_is_embedded(name_or_litellm_string),
         )
+    else:
+        spec = None
+    if spec is not None:
+        if (api_base or api_key_env) and spec.embedded:
+            raise UserError(f"model {spec.name!r} is the embedded model (no server): --api-base / --api-key-env "
+                            "do not apply to it; serve it with `dslbench serve` and use openai/<alias>")
+        if api_base:
+            if not re.match(r"^https?://[^\s/]+", api_base):
+                raise UserError(f"option --api-base: expected an http(s) URL such as http://127.0.0.1:8000/v1, "
+                                f"got {api_base!r}")
+            spec = replace(spec, api_base=api_base.rstrip("/"))
+        if api_key_env:
+            spec = replace(spec, api_key_env=api_key_env)
+        return spec
     # Without a provider prefix it is most likely a misspelt registry name: say so, don't guess.
     raise UserError(
         f"unknown model {name_or_litellm_string!r}: not in the model registry{where} "
@@ -521,6 +537,9 @@ def generate(
     kwargs["num_retries"] = 0
     if spec.api_base:
         kwargs["api_base"] = spec.api_base
+        # a named server gets only the key named for it: never the environment's OPENAI_API_KEY, which
+        # is meant for another server (local servers accept any key, the OpenAI client insists on one)
+        kwargs["api_key"] = "none"
     if spec.api_key_env:
         api_key = os.environ.get(spec.api_key_env)
         if not api_key:

@@ -15,6 +15,7 @@ from tqdm.auto import tqdm
 
 from . import decoding, metrics, toolchains, verdicts
 from .metrics import final_verdicts, with_rounds  # noqa: F401 (re-exported: the book and notebooks use them)
+from .errors import UserError
 from .executors import make_executor
 from .prompting import PROMPT_VERSION, build_messages, extract_program
 from .revision import code_revision
@@ -73,9 +74,9 @@ def evaluate(dsl: str, task: Task, program: str) -> dict:
 # --- generation --------------------------------------------------------------------------------
 
 def _generate_job(model_name: str, messages: list, params: dict, sample: int, cache_dir: str | None,
-                  timeout: float | None = None, fences: tuple[str, ...] = ()) -> dict:
+                  timeout: float | None = None, fences: tuple[str, ...] = (), endpoint: dict | None = None) -> dict:
     from .generation import GenerationCache, generate, resolve_model
-    spec = resolve_model(model_name)
+    spec = resolve_model(model_name, **(endpoint or {}))
     cache = GenerationCache(Path(cache_dir)) if cache_dir else None
     kw = {"timeout": timeout} if timeout else {}
     res = generate(spec, messages, params, sample=sample, cache=cache, fences=fences, **kw)
@@ -90,20 +91,23 @@ def _task_fields(task: Task) -> dict:
 def run_generation(run_dir, dsls=None, models=None, limit=None, samples: int = 1, method: str = "baseline",
                    params: dict | None = None, executor: str | None = None, workers: int | None = None,
                    cache_dir: str | None = None, progress: bool = True, prompt_fn=None,
-                   retry_errors: bool = True, timeout: float | None = None) -> pd.DataFrame:
+                   retry_errors: bool = True, timeout: float | None = None, api_base: str | None = None,
+                   api_key_env: str | None = None) -> pd.DataFrame:
     """Generate one output per (task, model, sample) not yet in the run; returns the stage's summary.
 
     Items whose earlier model call failed (provider errors) are tried again unless retry_errors is
-    False; `timeout` is the overall deadline of one model call including its retries.
+    False; `timeout` is the overall deadline of one model call including its retries. `api_base` /
+    `api_key_env` send every (served) model to that server; one run keeps one server per model.
 
     `prompt_fn(task, toolchain, model, sample)` (interventions) replaces the zero-shot prompt: it returns
     None (nothing to generate for this item) or a dict with `messages`, `prompt_version` and any further
     fields to store on the record (e.g. `round`, which becomes part of the record key).
     """
-    from .generation import DEFAULT_PARAMS, default_cache_dir, default_model_name, resolve_model
+    from .generation import DEFAULT_PARAMS, default_cache_dir, default_model_name, effective_api_base, resolve_model
     tasks = load_tasks(dsls or None, limit=limit)        # strict: stops before anything is written
     models = list(models or [default_model_name()])
-    specs = {m: resolve_model(m) for m in models}
+    endpoint = {k: v for k, v in (("api_base", api_base), ("api_key_env", api_key_env)) if v}
+    specs = {m: resolve_model(m, **endpoint) for m in models}
     user_params = dict(params or {})
     params = {**DEFAULT_PARAMS, **user_params}
     # one decoding protocol (decoding.py): max_tokens per DSL from all its golds, unless the user set it
@@ -116,7 +120,9 @@ def run_generation(run_dir, dsls=None, models=None, limit=None, samples: int = 1
         store.log_invocation("generate", {"dsls": list(tasks), "models": models, "limit": limit, "samples": samples,
                                           "method": method, "params": params, "executor": executor,
                                           "max_tokens": {d: b[0] for d, b in budgets.items()},
-                                          "retry_errors": retry_errors, "timeout": timeout})
+                                          "retry_errors": retry_errors, "timeout": timeout,
+                                          "api_base": api_base, "api_key_env": api_key_env})
+        _one_server_per_model(store, {m: effective_api_base(s) for m, s in specs.items()})
         done = store.keys("generations", retry=retry_errors)
         todo = []
         for dsl, task_list in tasks.items():
@@ -153,10 +159,20 @@ def run_generation(run_dir, dsls=None, models=None, limit=None, samples: int = 1
 
         jobs = [((rec, messages), _generate_job,
                  (rec["model"], messages, {**params, "max_tokens": budgets[rec["dsl"]][0]}, rec["sample"], cache_dir,
-                  timeout, toolchains.get(rec["dsl"]).fence_aliases))
+                  timeout, toolchains.get(rec["dsl"]).fence_aliases, endpoint))
                 for rec, messages in todo]
         fan_out(jobs, write, kind, workers, "generate", progress)
     return summarize_generations(store)
+
+
+def _one_server_per_model(store: RunStore, servers: dict) -> None:
+    """Refuse to mix two servers' answers under one model name in a run (their records would look alike)."""
+    for g in store.iter_records("generations"):
+        m = g["model"]
+        if m in servers and g.get("generation_status") == "ok" and (g.get("api_base") or None) != servers[m]:
+            raise UserError(f"{store.dir}: model {m!r} was generated from {g.get('api_base') or 'its default server'}"
+                            f", this call would use {servers[m] or 'its default server'}: use a new --run folder "
+                            "(the generation cache keeps each server's answers apart)")
 
 
 def summarize_generations(store: RunStore) -> pd.DataFrame:
