@@ -81,6 +81,23 @@ def test_doctor_lists_every_dsl_available_here():
     assert core["version"].str.len().gt(0).all()
 
 
+def test_doctor_fits_a_terminal_and_keeps_the_details_for_verbose():
+    from dslbench.cli import DOCTOR_WIDTH, doctor_text
+    df = pipeline.doctor()
+    short, verbose = doctor_text(df), doctor_text(df, verbose=True)
+    for text in (short, verbose):
+        too_wide = [line for line in text.splitlines() if len(line) > DOCTOR_WIDTH]
+        assert not too_wide, too_wide
+    rows = {line.split()[0]: line for line in short.splitlines()[3:3 + len(df)]}
+    assert set(rows) == set(df["dsl"])
+    for r in df.to_dict("records"):
+        assert rows[r["dsl"]].split()[1] == ("yes" if r["available"] else "NO")
+        # the details are all there under --verbose (wrapped, so compare without line breaks)
+        flat = " ".join(verbose.split())
+        for field in ("toolchain", "version", "dialect", "reason"):
+            assert " ".join(str(r[field]).split()) in flat, (r["dsl"], field)
+
+
 def test_empty_program_fails_syntax_without_running_toolchain():
     task = load_tasks(["jq"])["jq"][0]
     out = pipeline.evaluate("jq", task, "   \n")

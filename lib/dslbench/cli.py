@@ -19,14 +19,40 @@ def _common(p: argparse.ArgumentParser, run=True):
     p.add_argument("--no-progress", action="store_true")
 
 
+DOCTOR_WIDTH = 100   # a terminal's width: one short row per DSL, the details under --verbose / --json
+
+
+def doctor_text(df, verbose: bool = False, width: int = DOCTOR_WIDTH) -> str:
+    """One row per DSL (available, version or why not); with `verbose`, every card field, wrapped."""
+    import textwrap
+    lines = [f"sandbox: {df.attrs.get('sandbox', '')}", ""]
+    if verbose:
+        for r in df.to_dict("records"):
+            lines.append(f"{r['dsl']}: {'available' if r['available'] else 'UNAVAILABLE'}")
+            for field in ("language", "domain", "toolchain", "version", "dialect", "reason"):
+                if r.get(field):
+                    lines += textwrap.wrap(str(r[field]), width, initial_indent=f"  {field + ':':11}",
+                                           subsequent_indent=" " * 13)
+            lines.append("")
+        return "\n".join(lines).rstrip() + "\n"
+    name = max([len("dsl"), *map(len, df["dsl"])])
+    lines.append(f"{'dsl':{name}}  ok   version (or why not)")
+    for r in df.to_dict("records"):
+        detail = r["version"] if r["available"] else r["reason"]
+        row = f"{r['dsl']:{name}}  {'yes' if r['available'] else 'NO ':3}  {detail}"
+        lines.append(row if len(row) <= width else row[:width - 3] + "...")
+    lines.append(f"\n{int(df['available'].sum())} of {len(df)} DSLs can be judged here; "
+                 "details: `dslbench doctor --verbose`")
+    return "\n".join(lines) + "\n"
+
+
 def cmd_doctor(args) -> int:
     from .pipeline import doctor
     df = doctor()
     if args.json:
         print(json.dumps({"sandbox": df.attrs["sandbox"], "toolchains": df.to_dict("records")}, indent=2))
     else:
-        print(f"sandbox: {df.attrs['sandbox']}")
-        print(df.to_string(index=False))
+        print(doctor_text(df, args.verbose), end="")
     return 0
 
 
@@ -191,7 +217,8 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("doctor", help="which DSL toolchains are available here, with versions")
-    p.add_argument("--json", action="store_true")
+    p.add_argument("--json", action="store_true", help="every field of every DSL as JSON")
+    p.add_argument("--verbose", "-v", action="store_true", help="every card field per DSL, wrapped")
     p.set_defaults(fn=cmd_doctor)
 
     p = sub.add_parser("generate", help="generate model outputs for tasks (resumable)")
