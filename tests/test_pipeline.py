@@ -1,5 +1,6 @@
 """End to end with the embedded model: generate, validate, resume, cache, determinism, notebooks."""
 import json
+import re
 
 import pandas as pd
 import pytest
@@ -101,3 +102,12 @@ def test_pipeline_command_executes_the_stage_notebooks(tmp_path):
         assert not errors
     assert (run / "tables" / "verdicts.parquet").exists()
     assert "semantic_pct" in r.stdout and "syntax_pct" in r.stdout
+    # progress: papermill's cell bar and each stage's own bar (done/total, rate) reach the terminal;
+    # the saved notebook keeps one summary line, not a bar frozen mid-way
+    live = r.stderr.replace("\r", "\n")
+    assert "02_generation cells" in live and "03_validation cells" in live
+    assert re.search(r"generate: 100%.*1/1 \[", live) and re.search(r"validate: 100%.*1/1 \[", live), live[-2000:]
+    outputs = "".join("".join(o.get("text", "")) for name in ("02_generation.ipynb", "03_validation.ipynb")
+                      for c in json.loads((run / "notebooks" / name).read_text())["cells"] for o in c.get("outputs", []))
+    assert re.search(r"^generate: 1/1 in \d+ s", outputs, re.M) and re.search(r"^validate: 1/1 in \d+ s", outputs, re.M)
+    assert "\r" not in outputs and "it/s]" not in outputs

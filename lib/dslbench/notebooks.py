@@ -5,6 +5,7 @@ notebooks that produced and analysed it.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from .paths import notebooks_dir, repo_root
@@ -20,6 +21,7 @@ def stage_notebooks() -> list[Path]:
 
 def run_pipeline(run_dir, dsls=None, models=None, limit=None, executor=None, stages=None, extra=None) -> list[Path]:
     import papermill as pm
+    from .pipeline import PROGRESS_ENV
     run_dir = Path(run_dir).resolve()
     out_dir = run_dir / "notebooks"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -32,8 +34,12 @@ def run_pipeline(run_dir, dsls=None, models=None, limit=None, executor=None, sta
         out = out_dir / nb.name
         print(f"[pipeline] {nb.stem} -> {out}")
         try:
+            # papermill's bar counts cells; the stage's own bars (tasks done/total, rate, ETA) reach
+            # this terminal through the kernel's inherited stderr (pipeline.progress_bar)
+            os.environ[PROGRESS_ENV] = "terminal"
             pm.execute_notebook(str(nb), str(out), parameters=params, cwd=str(repo_root()),
-                                kernel_name="python3", progress_bar=False, log_output=False)
+                                kernel_name="python3", progress_bar={"desc": f"  {nb.stem} cells"},
+                                log_output=False)
         except pm.PapermillExecutionError as e:
             raise StageFailed(f"stage {nb.stem} failed: {e.ename}: {e.evalue} (executed notebook: {out})") from None
         done.append(out)

@@ -6,12 +6,16 @@ stage resumes where it stopped.
 """
 from __future__ import annotations
 
+import os
 import shutil
+import sys
 from concurrent.futures import as_completed
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
 from tqdm.auto import tqdm
+from tqdm.std import tqdm as std_tqdm
 
 from . import decoding, metrics, toolchains, verdicts
 from .metrics import final_verdicts, with_rounds  # noqa: F401 (re-exported: the book and notebooks use them)
@@ -25,6 +29,29 @@ from .tasks import Task, load_tasks
 from .verdicts import INTERVENTION_FIELDS, verdict_record
 
 
+# Set by `dslbench pipeline` for the stage kernels it starts: their bars go to the terminal.
+PROGRESS_ENV = "DSLBENCH_PROGRESS"
+
+
+@contextmanager
+def progress_bar(total: int, desc: str, enabled: bool = True):
+    """tqdm over `total` items. In a stage kernel of `dslbench pipeline` the live bar (done/total, rate,
+    ETA) goes to the terminal the pipeline runs in, and the notebook keeps one summary line instead
+    of a widget that a saved notebook would show frozen at 0."""
+    in_kernel = sys.stderr is not sys.__stderr__
+    if not (enabled and os.environ.get(PROGRESS_ENV) == "terminal" and in_kernel):
+        with tqdm(total=total, desc=desc, disable=not enabled) as bar:
+            yield bar
+        return
+    # ipykernel may capture fd 2 into the notebook too; its copy of the original stderr is not captured
+    terminal_fd = getattr(sys.stderr, "_original_stdstream_copy", None)
+    terminal = sys.__stderr__ if terminal_fd is None else os.fdopen(terminal_fd, "w", closefd=False)
+    with std_tqdm(total=total, desc=f"  {desc}", file=terminal, mininterval=1.0, dynamic_ncols=True) as bar:
+        yield bar
+        elapsed = bar.format_dict["elapsed"]
+    print(f"{desc}: {bar.n}/{total} in {elapsed:.0f} s ({bar.n / elapsed if elapsed else 0:.2f}/s)")
+
+
 def fan_out(jobs: list, on_result, executor: str | None, workers: int | None, desc: str, progress: bool) -> None:
     """Run jobs [(tag, fn, args)] on an Executor; call on_result(tag, result) in this process as each ends.
 
@@ -36,7 +63,7 @@ def fan_out(jobs: list, on_result, executor: str | None, workers: int | None, de
     ex = make_executor(executor, workers)
     try:
         futures = {ex.submit(fn, *args): tag for tag, fn, args in jobs}
-        with tqdm(total=len(futures), desc=desc, disable=not progress) as bar:
+        with progress_bar(len(futures), desc, progress) as bar:
             for fut in as_completed(futures):
                 on_result(futures[fut], fut.result())
                 bar.update()
