@@ -54,6 +54,21 @@ def test_gold_passes_and_result_is_compared_by_position_not_name(falkordb):
     assert sem["status"] == "fail" and "row 1" in sem["diagnostics"]
 
 
+def test_semantic_mutant_keeps_the_gold_rows_out_of_diagnostics(falkordb):
+    task = TASKS["cypher-003"]
+    mutant = next(m for m in task.mutants if m.level == "semantic" and "ascending" in m.note)
+    sem = run(task, mutant.program)[1]
+    assert sem["status"] == "fail" and sem["reason"] == "wrong_output"
+    gold_row = '["P-201", "Brushless motor", 96]'          # the gold's first row (highest unit price)
+    assert sem["diagnostics"] == 'result differs (ordered): row 1: got ["P-302", "Blank PCB", 2.9]'
+    assert gold_row not in sem["diagnostics"]
+    assert sem["expected"] == f"result: row 1: expected {gold_row}"
+    # a wrong row count: the gold's count only in `expected`
+    sem = run(task, mutant.program.replace("RETURN", "WITH p, s LIMIT 1 RETURN", 1))[1]
+    assert sem["diagnostics"] == "result differs (ordered): 1 row(s) returned"
+    assert sem["expected"] == "result: 3 row(s)"
+
+
 def test_multiset_comparison_when_gold_has_no_order_by(falkordb):
     task = TASKS["cypher-007"]          # write task: judged by its check queries
     reordered = ("MATCH (m:Movie {title: 'Salt Road'}), (p:Person {name: 'Owen Pike'}) "
@@ -167,11 +182,16 @@ def test_canonical_values_and_tolerance():
     assert V.compare_results(rs([[1.0000001]]), rs([[1.0]]), ordered=True) is not None
     assert V.compare_results(rs([[True]]), rs([[1]]), ordered=True) is not None
     assert V.compare_results(rs([["a"], ["b"]]), rs([["b"], ["a"]]), ordered=False) is None
-    assert "row 1" in V.compare_results(rs([["a"], ["b"]]), rs([["b"], ["a"]]), ordered=True)
-    assert "missing" in V.compare_results(rs([["a"]]), rs([["a"], ["a"]]), ordered=False)   # multiplicity
+    # (what is wrong, what was expected): the expected rows only in the second part
+    assert V.compare_results(rs([["a"], ["b"]]), rs([["b"], ["a"]]), ordered=True) == (
+        'row 1: got ["a"]', 'row 1: expected ["b"]')
+    assert V.compare_results(rs([["a"]]), rs([["a"], ["a"]]), ordered=False) == (     # multiplicity
+        "1 row(s) returned; an expected row is missing", '2 row(s); missing row ["a"]')
+    assert V.compare_results(rs([["a"], ["c"]]), rs([["a"], ["b"]]), ordered=False) == (
+        'an expected row is missing; unexpected row ["c"]', 'missing row ["b"]')
     assert V.compare_results(rs([[[1, 2]]]), rs([[[2, 1]]]), ordered=False, list_order="ignore") is None
     assert V.compare_results(rs([[[1, 2]]]), rs([[[2, 1]]]), ordered=False) is not None
-    assert "column" in V.compare_results(rs([[1, 2]], 2), rs([[1]]), ordered=False)
+    assert V.compare_results(rs([[1, 2]], 2), rs([[1]]), ordered=False) == ("2 column(s) returned", "1 column(s)")
     assert V.compare_results(rs([["x", 1]], 2), rs([[1, "x"]], 2), ordered=False, columns="any") is None
     node = {"~node": {"labels": ["B", "A"], "properties": {"y": 1, "x": 2.0}}}
     same = {"~node": {"labels": ["B", "A"], "properties": {"x": 2, "y": 1}}}

@@ -93,10 +93,25 @@ def test_semantic_diagnostics_say_why(available, tasks):
     t = tasks["latex-010"]
     out = pipeline.evaluate("latex", t, t.mutants[1].program)
     assert out["syntax"]["status"] == "pass"
-    assert out["semantic"]["diagnostics"] == "environment align begins 1 time(s), expected 2"
+    assert out["semantic"]["diagnostics"] == "environment align begins 1 time(s) (wrong count)"
+    assert out["semantic"]["expected"] == "expected environment align 2 time(s)"
     t = tasks["latex-015"]
     out = pipeline.evaluate("latex", t, t.mutants[1].program)
-    assert out["semantic"]["diagnostics"] == "2 page(s), expected 1"
+    assert out["semantic"]["diagnostics"] == "2 page(s) (wrong page count)"
+    assert out["semantic"]["expected"] == "expected 1 page(s)"
+
+
+def test_oracle_targets_go_to_expected_not_diagnostics(available, tasks):
+    # refinement feeds diagnostics back to the model: the oracle's required numbers and texts stay out
+    t = tasks["latex-001"]
+    mutant = next(m.program for m in t.mutants if m.level == "semantic")      # Results after Conclusion
+    sem = pipeline.evaluate("latex", t, mutant)["semantic"]
+    assert sem["status"] == "fail" and sem["diagnostics"] == "section 'Results' is numbered '4' (wrong number)"
+    assert "'3'" not in sem["diagnostics"] and sem["expected"] == "expected section 'Results' numbered '3'"
+    sem = pipeline.evaluate("latex", t, t.gold.replace("Field Station Team", "Field Team"))["semantic"]
+    assert sem["status"] == "fail"
+    assert sem["diagnostics"] == "required text 2 (of 4, in order) is not found in the PDF"
+    assert "Field Station Team" not in sem["diagnostics"] and "Field Station Team" in sem["expected"]
 
 
 def test_identical_runs_identical_verdicts(available, tasks):

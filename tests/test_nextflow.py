@@ -112,12 +112,28 @@ def test_equivalent_programs_pass_and_wrong_ones_fail(tasks):
         assert out[k]["syntax"]["status"] == "pass", (k, out[k]["syntax"])
         assert out[k]["semantic"]["status"] == "pass", (k, out[k]["semantic"])
     assert out["no_guard"]["semantic"]["status"] == "fail"
-    assert "params.skip_trimming" in out["no_guard"]["semantic"]["diagnostics"]
+    no_guard = out["no_guard"]["semantic"]
+    assert no_guard["diagnostics"] == "entry workflow: TRIMGALORE is not called under the required condition"
+    assert "params.skip_trimming" in no_guard["expected"]
     grab = out["grab"]["syntax"]
     assert grab["status"] == "fail" and "unresolved dependency: org.example#nothing;1.0" in grab["diagnostics"]
     g3 = out["groovy3_not_in"]["syntax"]
     if out["groovy3_not_in"]["probe"]["version"].startswith("Groovy"):
         assert g3["status"] == "fail" and g3["diagnostics"].startswith("groovy:")
+
+
+def test_oracle_targets_go_to_expected_not_diagnostics(tasks):
+    # refinement feeds diagnostics back to the model: the oracle's emit names, operators, patterns stay out
+    t = tasks["nextflow-001"]
+    mutant = next(m.program for m in t.mutants if m.level == "semantic")       # emit report instead of html
+    sem = pipeline.evaluate("nextflow", t, mutant)["semantic"]
+    assert sem["status"] == "fail"
+    assert sem["diagnostics"].startswith("process FASTQC: output 1 emits 'report' (wrong emit name)")
+    assert "html" not in sem["diagnostics"] and sem["expected"] == "process FASTQC: output 1: expected emit 'html'"
+    t = tasks["nextflow-008"]
+    sem = pipeline.evaluate("nextflow", t, t.gold.replace("FASTQC.out.zip.collect()", "FASTQC.out.zip"))["semantic"]
+    assert sem["status"] == "fail" and "collect" not in sem["diagnostics"]
+    assert sem["expected"] == "entry workflow: expected FASTQC to reach MULTIQC (input 1) through collect"
 
 
 def test_diagnostics_are_reproducible(tasks):

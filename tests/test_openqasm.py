@@ -84,16 +84,41 @@ def test_registers_are_matched_by_name_not_declaration_order():
 
 
 def test_semantic_diagnostics_show_the_first_difference():
+    # the program's own state/column in the diagnostics; the gold's (and the fidelity with it) in `expected`
     out = pipeline.evaluate("openqasm", BELL, H + "qubit[2] q;\nh q[0];\ncx q[1], q[0];\n")
-    assert out["semantic"]["status"] == "fail"
-    assert "fidelity 0.250" in out["semantic"]["diagnostics"]
-    assert "expected 0.707|q=00> + 0.707|q=11>" in out["semantic"]["diagnostics"]
+    sem = out["semantic"]
+    assert sem["status"] == "fail"
+    assert sem["diagnostics"] == ("final state differs from the gold's (beyond global phase): "
+                                  "got 0.707|q=00> + 0.707|q=01>")
+    assert sem["expected"] == "expected 0.707|q=00> + 0.707|q=11> (fidelity 0.250 with the program's state)"
     cz = make_task(H + "qubit[2] q;\ncz q[0], q[1];\n", {"mode": "unitary", "qubits": {"q": 2}})
-    out = pipeline.evaluate("openqasm", cz, H + "qubit[2] q;\ncx q[0], q[1];\n")
-    assert "first differing input |q=01>" in out["semantic"]["diagnostics"]
+    sem = pipeline.evaluate("openqasm", cz, H + "qubit[2] q;\ncx q[0], q[1];\n")["semantic"]
+    assert sem["diagnostics"] == ("unitary differs (beyond global phase); first differing input |q=01>: "
+                                  "got 1|q=11>")
+    assert sem["expected"] == "input |q=01>: expected 1|q=01>"
     # Equal up to global phase passes: rz and p differ only by a phase.
     phase = make_task(H + "qubit[1] q;\np(pi/3) q[0];\n", {"mode": "unitary", "qubits": {"q": 1}})
     assert pipeline.evaluate("openqasm", phase, H + "qubit[1] q;\nrz(pi/3) q[0];\n")["semantic"]["status"] == "pass"
+
+
+def test_semantic_mutant_keeps_the_gold_state_out_of_diagnostics():
+    task = next(t for t in load_tasks(["openqasm"])["openqasm"] if t.id == "openqasm-001")     # Bell pair
+    mutant = next(m for m in task.mutants if m.level == "semantic")          # CNOT control and target swapped
+    sem = pipeline.evaluate("openqasm", task, mutant.program)["semantic"]
+    assert sem["status"] == "fail" and sem["reason"] == "wrong_output"
+    gold_state = "0.707|q=00> + 0.707|q=11>"
+    assert gold_state not in sem["diagnostics"] and "fidelity" not in sem["diagnostics"]
+    assert sem["expected"].startswith(f"expected {gold_state}")
+
+
+def test_counts_mismatch_keeps_the_gold_distribution_out_of_diagnostics():
+    task = make_task(H + "qubit[2] q;\nbit[2] c;\nx q[1];\nc = measure q;\n",
+                     {"mode": "counts", "qubits": {"q": 2}, "clbits": {"c": 2}})
+    sem = pipeline.evaluate("openqasm", task, H + "qubit[2] q;\nbit[2] c;\nx q[0];\nc = measure q;\n")["semantic"]
+    assert sem["status"] == "fail"
+    assert sem["diagnostics"] == ("distribution of the measured bits differs from the gold's (TVD above 0.05; "
+                                  "exact probabilities): got {c=01: 1.000}")
+    assert sem["expected"] == "expected {c=10: 1.000} (TVD 1.000)"
 
 
 def test_mid_circuit_measurement_is_not_a_unitary():
@@ -112,6 +137,7 @@ def test_hidden_oracle_variants_catch_hard_coded_answers():
     out = pipeline.evaluate("openqasm", task, hard_coded)
     assert out["semantic"]["status"] == "fail"
     assert out["semantic"]["diagnostics"].startswith("with hidden include variant 1 (oracle.inc)")
+    assert out["semantic"]["expected"].startswith("with hidden include variant 1 (oracle.inc): expected")
     assert "on all 3 include variants" in pipeline.evaluate("openqasm", task, task.gold)["semantic"]["diagnostics"]
 
 

@@ -103,8 +103,19 @@ def test_missing_relation_points_at_the_nearest_one(tasks):
     t = tasks["sysml-017"]
     _, sem = judge(t, t.mutants[1].program)
     assert sem["status"] == "fail"
-    assert "missing `verify amplitudeReq;` in BenchTest (line" in sem["diagnostics"]
+    assert "a required verify is missing (line" in sem["diagnostics"]
     assert "has verify longevityReq" in sem["diagnostics"]
+    assert "amplitudeReq" not in sem["diagnostics"] and sem["expected"] == "expected `verify amplitudeReq;` in BenchTest"
+
+
+def test_oracle_values_go_to_expected_not_diagnostics(tasks):
+    # refinement feeds diagnostics back to the model: the oracle's required values stay out
+    t = tasks["sysml-001"]
+    mutant = next(m.program for m in t.mutants if m.level == "semantic")       # wheels[1..2] instead of [2]
+    _, sem = judge(t, mutant)
+    assert sem["status"] == "fail"
+    assert sem["diagnostics"] == "line 6: part 'wheels' has multiplicity [1..2] (wrong multiplicity)"
+    assert "[2]" not in sem["diagnostics"] and sem["expected"] == "expected part 'wheels' with multiplicity [2]"
 
 
 def test_malformed_oracle_is_rejected_with_line_and_field(tasks, tmp_path):

@@ -118,6 +118,35 @@ def test_imported_iac_eval_task_is_judged_with_the_document_convention(tmp_path)
     assert "rule 'has_versioning' is false" in out["semantic"]["diagnostics"]
 
 
+def test_policy_expected_values_go_to_expected_not_diagnostics():
+    """Refinement feeds diagnostics back to the model: what a deny message says the policy expected stays out."""
+    _real_terraform()
+    task = TASKS["terraform-001"]
+    wrong = task.gold.replace('bucket = "acme-build-artifacts"', 'bucket = "acme-artifacts"')
+    sem = pipeline.evaluate("terraform", task, wrong)["semantic"]
+    assert sem["status"] == "fail"
+    assert sem["diagnostics"] == "bucket is named acme-artifacts (terraform plan JSON)"
+    assert "acme-build-artifacts" not in sem["diagnostics"]
+    assert sem["expected"] == "bucket is named acme-artifacts, expected acme-build-artifacts"
+    # a semantic mutant of task 009: the missing subnet's values are the policy's, not the program's
+    task = TASKS["terraform-009"]
+    mutant = next(m.program for m in task.mutants if m.level == "semantic")
+    sem = pipeline.evaluate("terraform", task, mutant)["semantic"]
+    assert sem["status"] == "fail" and sem["diagnostics"].startswith("missing subnet (cidr, zone, Tier, public IP) (+")
+    assert "10.20.10.0/24" not in sem["diagnostics"] and "10.20.10.0/24" in sem["expected"]
+
+
+def test_deny_messages_split_into_what_and_expected():
+    split = _module("run_terraform").split_expected
+    assert split("instance_type is t3.large, expected t3.micro") == \
+        ("instance_type is t3.large", "instance_type is t3.large, expected t3.micro")
+    assert split("the aws provider sets no region (expected eu-west-1)")[0] == "the aws provider sets no region"
+    assert split("expected 6 subnets, found 5")[0] == "found 5 subnets (wrong number)"
+    assert split("expected exactly one aws_instance")[0] == "wrong number of aws_instance"
+    assert split("missing subnet (cidr, zone): [\"10.0.0.0/24\", \"a\"]")[0] == "missing subnet (cidr, zone)"
+    assert split("key rotation is not enabled") == ("key rotation is not enabled", "")
+
+
 # --- oracle spec --------------------------------------------------------------------------------
 
 def _task_dict(**oracle):

@@ -145,7 +145,20 @@ def test_data_mismatch_names_the_row(available, tasks):
     program = spec(transform=[{"filter": "datum.region != 'East'"}])
     out = pipeline.evaluate("vegalite", tasks["vegalite-001"], program)
     assert out["semantic"]["status"] == "fail"
-    assert out["semantic"]["diagnostics"].startswith("data: mark 1 (rect): 3 items drawn, the gold chart draws 4")
+    assert out["semantic"]["diagnostics"].startswith("data: mark 1 (rect): 3 items drawn (not as many as the gold")
+    assert out["semantic"]["expected"] == "data: mark 1 (rect): the gold chart draws 4 items"
+
+
+def test_gold_values_go_to_expected_not_diagnostics(available, tasks):
+    # refinement feeds diagnostics back to the model: the gold chart's data and the intent's targets stay out
+    task = tasks["vegalite-008"]
+    data_mutant, field_mutant = [m.program for m in task.mutants if m.level == "semantic"]
+    sem = pipeline.evaluate("vegalite", task, data_mutant)["semantic"]
+    assert sem["status"] == "fail" and sem["diagnostics"].startswith("data: mark 1 (rect): draws {")
+    assert "1700" not in sem["diagnostics"] and "1700" in sem["expected"]       # the gold's stacked bar
+    sem = pipeline.evaluate("vegalite", task, field_mutant)["semantic"]
+    assert sem["status"] == "fail" and sem["diagnostics"] == "intent: chart: x shows field 'quarter' (wrong field)"
+    assert "region" not in sem["diagnostics"] and sem["expected"] == "intent: chart: x expected field 'region'"
 
 
 def test_missing_data_file_is_reported(available, tasks):
@@ -220,7 +233,9 @@ def test_compare_marks_tolerance_and_multisets():
              "rows": [{"x": "B", "y": "2.5000000001"}, {"x": "A", "y": 1}]}]
     assert v.compare_marks(same, want) is None
     off = [{**same[0], "rows": [{"x": "B", "y": 2.6}, {"x": "A", "y": 1}]}]
-    assert "draws {x: \"B\", y: 2.6}" in v.compare_marks(off, want)
+    what, expected = v.compare_marks(off, want)
+    assert "draws {x: \"B\", y: 2.6}" in what and "2.5" not in what
+    assert "the gold chart draws {x: \"B\", y: 2.5} instead" in expected
 
 
 # --- strict oracle checking ----------------------------------------------------------------------

@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from dslbench import pipeline, toolchains
-from dslbench.tasks import Task, TaskError, load_task_file
+from dslbench.tasks import Task, TaskError, load_task_file, load_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "veriloga"
@@ -78,8 +78,23 @@ def test_semantic_reports_sweep_point_expected_and_got():
     assert out["syntax"]["status"] == "pass"
     d = out["semantic"]["diagnostics"]
     assert out["semantic"]["status"] == "fail"
-    # first deviating point of the sweep: v1 = -1 V, expected I(v1) = +2 mA through the source
-    assert d.startswith("dc1 at v1=-1: v1:flow(br) expected 0.002, got 0.0019802"), d
+    # first deviating point of the sweep: v1 = -1 V, expected I(v1) = +2 mA through the source; the
+    # expected value is kept out of the diagnostics (they are fed back to the model)
+    assert d.startswith("dc1 at v1=-1: v1:flow(br) got 0.0019802, outside the tolerance"), d
+    assert "0.002," not in d and "0.002 " not in d
+    assert out["semantic"]["expected"] == "dc1 at v1=-1: v1:flow(br) expected 0.002"
+
+
+def test_semantic_mutant_keeps_the_gold_values_out_of_diagnostics():
+    task = next(t for t in load_tasks(["veriloga"])["veriloga"] if t.id == "veriloga-001")
+    mutant = next(m for m in task.mutants if m.level == "semantic")         # V * r instead of V / r
+    sem = pipeline.evaluate("veriloga", task, mutant.program)["semantic"]
+    assert sem["status"] == "fail" and sem["reason"] == "wrong_output"
+    # r = 2200 ohm, v1 = -5 V: the gold's current through the source is 5 / 2200 A
+    gold_value = f"{5 / 2200:.6g}"
+    assert sem["diagnostics"].startswith("dc1 at v1=-5: v1:flow(br) got 11000,"), sem["diagnostics"]
+    assert gold_value not in sem["diagnostics"]
+    assert sem["expected"] == f"dc1 at v1=-5: v1:flow(br) expected {gold_value}"
 
 
 def test_semantic_within_tolerance_passes():
@@ -107,7 +122,9 @@ def test_transient_mismatch_names_the_time():
     assert pipeline.evaluate("veriloga", task, gold)["semantic"]["status"] == "pass"
     out = pipeline.evaluate("veriloga", task, gold.replace("c * ddt", "2 * c * ddt"))
     assert out["semantic"]["status"] == "fail"
-    assert out["semantic"]["diagnostics"].startswith("tr1 at t=5e-06: v1:flow(br) expected -0.0001, got -0.0002")
+    assert out["semantic"]["diagnostics"].startswith("tr1 at t=5e-06: v1:flow(br) got -0.0002, outside")
+    assert "-0.0001" not in out["semantic"]["diagnostics"]
+    assert out["semantic"]["expected"] == "tr1 at t=5e-06: v1:flow(br) expected -0.0001"
 
 
 def test_identical_runs_give_identical_diagnostics():

@@ -162,7 +162,7 @@ def main():
             for i, q in enumerate(check, start=1):
                 diffs.append(V.compare_results(k["steps"][i], f["steps"][i], V.ends_with_order_by(q)))
             k_same = all(d is None for d in diffs)
-            why = next((d for d in diffs if d), "")
+            why = next((f"{d[0]} (FalkorDB: {d[1]})" for d in diffs if d), "")
         rows.append({"task": task.id, "falkordb_runs": f_ok, "falkordb_s": round(f["seconds"], 3),
                      "kuzu_runs": k_runs, "kuzu_correct": k_same, "kuzu_query_s": round(k["query_s"], 4),
                      "kuzu_load_s": round(k["load_s"], 3), "kuzu_problem": why[:110]})

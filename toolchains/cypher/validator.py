@@ -265,33 +265,37 @@ def _short(row) -> str:
 
 
 def compare_results(got: dict, want: dict, ordered: bool, list_order: str = "keep", columns: str = "position",
-                    flatten_temporal: bool = False) -> str | None:
-    """None when equivalent, else a one-line reason. got/want: {"columns": [...], "rows": [[...]]}."""
+                    flatten_temporal: bool = False) -> tuple[str, str] | None:
+    """None when equivalent, else (what is wrong with the result, what was expected instead): the second
+    part holds the expected rows and counts, which must not reach the model as diagnostics.
+    got/want: {"columns": [...], "rows": [[...]]}."""
     g = [[canonical(v, list_order, flatten_temporal) for v in row] for row in got["rows"]]
     w = [[canonical(v, list_order, flatten_temporal) for v in row] for row in want["rows"]]
     gw = len(got["columns"]) if got["columns"] else (len(g[0]) if g else 0)
     ww = len(want["columns"]) if want["columns"] else (len(w[0]) if w else 0)
     if (g or got["columns"]) and (w or want["columns"]) and gw != ww:
-        return f"{gw} column(s) returned, expected {ww}"
+        return f"{gw} column(s) returned", f"{ww} column(s)"
     if columns == "any" and g and w and gw > 1:
         g = _best_permutation(g, w, ordered)
     if ordered:
         if len(g) != len(w):
-            return f"{len(g)} row(s) returned, expected {len(w)}"
+            return f"{len(g)} row(s) returned", f"{len(w)} row(s)"
         for i, (a, b) in enumerate(zip(g, w)):
             if _key(a) != _key(b):
-                return f"row {i + 1}: got {_short(a)}, expected {_short(b)}"
+                return f"row {i + 1}: got {_short(a)}", f"row {i + 1}: expected {_short(b)}"
         return None
     cg, cw = Counter(map(_key, g)), Counter(map(_key, w))
     if cg == cw:
         return None
     missing, extra = cw - cg, cg - cw
-    parts = [f"{len(g)} row(s) returned, expected {len(w)}"] if len(g) != len(w) else []
+    parts = [f"{len(g)} row(s) returned"] if len(g) != len(w) else []
+    wanted = [f"{len(w)} row(s)"] if len(g) != len(w) else []
     if missing:
-        parts.append(f"missing {_short(json.loads(sorted(missing)[0]))}")
+        parts.append("an expected row is missing")
+        wanted.append(f"missing row {_short(json.loads(sorted(missing)[0]))}")
     if extra:
-        parts.append(f"unexpected {_short(json.loads(sorted(extra)[0]))}")
-    return "; ".join(parts)
+        parts.append(f"unexpected row {_short(json.loads(sorted(extra)[0]))}")
+    return "; ".join(parts), "; ".join(wanted)
 
 
 def _best_permutation(g: list, w: list, ordered: bool) -> list:
@@ -535,15 +539,15 @@ class Validator(Toolchain):
         opts = dict(list_order=o.get("list_order", "keep"), columns=o.get("columns", "position"),
                     flatten_temporal=expected)
         if compare_result:
-            why = compare_results(cand[0], want_steps[0], ordered, **opts)
-            if why:
+            diff = compare_results(cand[0], want_steps[0], ordered, **opts)
+            if diff:
                 return self.verdict("fail", f"result differs ({'ordered' if ordered else 'as a multiset'}): "
-                                    f"{why}{note}", result)
+                                    f"{diff[0]}{note}", result, expected=f"result: {diff[1]}")
         for i, _ in enumerate(check, start=1):
-            why = compare_results(cand[i], want_steps[i], ends_with_order_by(check[i - 1]), **opts)
-            if why:
-                return self.verdict("fail", f"graph state differs after the program (check query {i}): {why}{note}",
-                                    result)
+            diff = compare_results(cand[i], want_steps[i], ends_with_order_by(check[i - 1]), **opts)
+            if diff:
+                return self.verdict("fail", f"graph state differs after the program (check query {i}): {diff[0]}{note}",
+                                    result, expected=f"check query {i}: {diff[1]}")
         rows = len(want_steps[0]["rows"])
         what = (f"same result ({rows} row(s), {'ordered' if ordered else 'multiset'})" if compare_result else
                 "")

@@ -107,7 +107,9 @@ class Validator(Toolchain):
             got, want = [canonical(v) for v in c["outputs"]], [canonical(v) for v in g["outputs"]]
             same = Counter(got) == Counter(want) if unordered else got == want
             if not same:
-                return self.verdict("fail", f"input {i}: output {_short(got)} != expected {_short(want)}", result)
+                order = " (order ignored)" if unordered else ""
+                return self.verdict("fail", f"input {i}: output {_short(got)} differs from the gold's{order}", result,
+                                    expected=f"input {i}: expected {_short(want)}")
         return self.verdict("pass", f"outputs equal on {len(inputs)} input(s)", result)
 
 

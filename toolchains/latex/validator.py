@@ -247,23 +247,27 @@ class Validator(Toolchain):
             return self.verdict("error", "pypdf is not importable inside the sandbox", result)
         if r["pdf_error"]:
             return self.verdict("fail", f"PDF could not be read: {r['pdf_error']}", result)
-        problem = self._compare(o, r)
+        problem, expected = self._compare(o, r)
         if problem:
-            return self.verdict("fail", problem, result)
+            return self.verdict("fail", problem, result, expected=expected)
         return self.verdict("pass", f"document structure as required ({r['pages']} page(s), {r['runs'] + 1} pdflatex runs)",
                             result)
 
     @staticmethod
-    def _compare(o: dict, r: dict) -> str:
+    def _compare(o: dict, r: dict) -> tuple[str, str]:
+        """The first failed check as (what the document does, what the oracle expects); ("", "") when all hold.
+
+        The first part is fed back to the model: it names the check and the document's own values, never
+        the oracle's targets (required names, texts, numbers, counts), which go to the second part."""
         if "class" in o and r["class"] != o["class"]:
-            return f"document class is {r['class'] or '?'}, expected {o['class']}"
+            return f"document class is {r['class'] or '?'} (wrong class)", f"expected document class {o['class']}"
         loaded = set(r["loaded"])
         for p in o.get("packages", []):
             if p not in loaded:
-                return f"package {p} is not loaded"
+                return "a required package is not loaded", f"expected package {p} to be loaded"
         for p in o.get("forbidden_packages", []):
             if p in loaded:
-                return f"package {p} is loaded but must not be"
+                return f"package {p} is loaded but must not be", ""
         if "sections" in o:
             toc, pos = r["toc"], 0
             for s in o["sections"]:
@@ -272,28 +276,36 @@ class Validator(Toolchain):
                     e = toc[j]
                     if e["type"] == s["level"] and squash(e["text"]) == want:
                         if "number" in s and e["number"] != s["number"]:
-                            return f"{s['level']} '{s['title']}' is numbered '{e['number']}', expected '{s['number']}'"
+                            return (f"{e['type']} '{e['text']}' is numbered '{e['number']}' (wrong number)",
+                                    f"expected {s['level']} '{s['title']}' numbered '{s['number']}'")
                         if "page" in s and e["page"] != str(s["page"]):
-                            return f"{s['level']} '{s['title']}' starts on page {e['page']}, expected {s['page']}"
+                            return (f"{e['type']} '{e['text']}' starts on page {e['page']} (wrong page)",
+                                    f"expected {s['level']} '{s['title']}' on page {s['page']}")
                         pos = j + 1
                         break
                 else:
-                    anywhere = any(e["type"] == s["level"] and squash(e["text"]) == want for e in toc)
                     found = ", ".join(f"{e['type']} '{e['text']}'" for e in toc[:8]) or "none"
-                    return (f"{s['level']} '{s['title']}' " + ("is out of order" if anywhere else "is missing")
-                            + f" (contents entries: {found})")
+                    anywhere = next((e for e in toc if e["type"] == s["level"] and squash(e["text"]) == want), None)
+                    if anywhere:
+                        return (f"{anywhere['type']} '{anywhere['text']}' is out of order (contents entries: {found})",
+                                "expected contents entries in this order: "
+                                + ", ".join(f"{x['level']} '{x['title']}'" for x in o["sections"]))
+                    return (f"a required {s['level']} is missing (contents entries: {found})",
+                            f"expected {s['level']} '{s['title']}'")
             if o.get("sections_exact"):
                 levels = {s["level"] for s in o["sections"]}
                 got = [e for e in toc if e["type"] in levels]
                 if len(got) != len(o["sections"]):
-                    return (f"{len(got)} {'/'.join(sorted(levels))} entries, expected exactly {len(o['sections'])}: "
-                            + ", ".join(f"'{e['text']}'" for e in got[:10]))
+                    return (f"{len(got)} {'/'.join(sorted(levels))} entries (wrong number): "
+                            + ", ".join(f"'{e['text']}'" for e in got[:10]),
+                            f"expected exactly {len(o['sections'])} {'/'.join(sorted(levels))} entries")
         for name, want in o.get("environments", {}).items():
             n = r["environments"].count(name)
             lo, hi = (want, want) if isinstance(want, int) else (want.get("min", 0), want.get("max", 10 ** 9))
             if not lo <= n <= hi:
                 exp = str(want) if isinstance(want, int) else f"{lo}..{hi if hi < 10 ** 9 else ''}"
-                return f"environment {name} begins {n} time(s), expected {exp}"
+                return (f"environment {name} begins {n} time(s) (wrong count)",
+                        f"expected environment {name} {exp} time(s)")
         if "captions" in o:
             for typ in dict.fromkeys(c["type"] for c in o["captions"]):
                 got = [c for c in r["captions"] if c["type"] == typ]
@@ -302,61 +314,67 @@ class Validator(Toolchain):
                     for j in range(pos, len(got)):
                         if squash(c["text"]) in squash(got[j]["text"]):
                             if "number" in c and got[j]["number"] != c["number"]:
-                                return f"{typ} caption '{c['text']}' is numbered {got[j]['number']}, expected {c['number']}"
+                                return (f"{typ} caption '{got[j]['text'][:60]}' is numbered {got[j]['number']} "
+                                        f"(wrong number)",
+                                        f"expected {typ} caption '{c['text']}' numbered {c['number']}")
                             pos = j + 1
                             break
                     else:
                         seen = "; ".join(f"'{g['text'][:60]}'" for g in got[:5]) or "none"
-                        return f"no {typ} caption '{c['text']}' (in order); {typ} captions: {seen}"
+                        return (f"a required {typ} caption is missing (in order); {typ} captions: {seen}",
+                                f"expected a {typ} caption containing '{c['text']}'")
         for name, num in o.get("labels", {}).items():
             if name not in r["labels"]:
-                return f"label {name} is not defined"
+                return f"label {name} is not defined", ""
             if r["labels"][name]["number"] != num:
-                return f"label {name} refers to '{r['labels'][name]['number']}', expected '{num}'"
+                return (f"label {name} refers to '{r['labels'][name]['number']}' (wrong number)",
+                        f"expected label {name} to refer to '{num}'")
         if o.get("references_resolved"):
             if r["undefined"]:
-                return "undefined: " + ", ".join(r["undefined"][:5])
+                return "undefined: " + ", ".join(r["undefined"][:5]), ""
             if r["multiply_defined"]:
-                return "multiply defined labels: " + ", ".join(r["multiply_defined"][:5])
+                return "multiply defined labels: " + ", ".join(r["multiply_defined"][:5]), ""
         if "bibitems" in o:
             keys = [b["key"] for b in r["bibitems"]]
             if keys != o["bibitems"]:
-                return f"bibliography keys {keys}, expected {o['bibitems']}"
+                return f"bibliography keys {keys} (wrong keys or order)", f"expected bibliography keys {o['bibitems']}"
         for k in o.get("cited", []):
             if k not in r["citations"]:
-                return f"{k} is never cited"
+                return "a required key is never cited", f"expected \\cite of {k}"
         if "pages" in o:
             p, n = o["pages"], r["pdf_pages"]
             lo, hi = (p, p) if isinstance(p, int) else (p.get("min", 1), p.get("max", 10 ** 9))
             if not lo <= n <= hi:
                 exp = str(p) if isinstance(p, int) else f"{lo}..{hi if hi < 10 ** 9 else ''}"
-                return f"{n} page(s), expected {exp}"
+                return f"{n} page(s) (wrong page count)", f"expected {exp} page(s)"
         if "page_size" in o:
             want = PAPER.get(o["page_size"], o["page_size"]) if isinstance(o["page_size"], str) else o["page_size"]
             got = r["page_size_pt"]
             if not got or abs(got[0] - want[0]) > 2 or abs(got[1] - want[1]) > 2:
-                return f"page size {got} pt, expected {o['page_size']} {list(want)} pt"
+                return f"page size {got} pt (wrong size)", f"expected page size {o['page_size']} {list(want)} pt"
         pages = [squash(t) for t in r["page_text"]]
         whole = "".join(pages)
-        for t in o.get("text", []):
+        for i, t in enumerate(o.get("text", [])):
             if squash(t) not in whole:
-                return f"text '{t}' not found in the PDF"
+                return f"required text {i + 1} is not found in the PDF", f"expected text '{t}' in the PDF"
         if "text_order" in o:
             pos = 0
-            for t in o["text_order"]:
-                i = whole.find(squash(t), pos)
-                if i < 0:
-                    return f"text '{t}' not found " + ("in the PDF" if squash(t) not in whole else "in the required order")
-                pos = i + len(squash(t))
+            for i, t in enumerate(o["text_order"]):
+                k = whole.find(squash(t), pos)
+                if k < 0:
+                    where = "in the PDF" if squash(t) not in whole else "in the required order"
+                    return (f"required text {i + 1} (of {len(o['text_order'])}, in order) is not found {where}",
+                            f"expected text '{t}' {where}")
+                pos = k + len(squash(t))
         for t in o.get("text_absent", []):
             if squash(t) in whole:
-                return f"text '{t}' appears in the PDF but must not"
+                return f"text '{t}' appears in the PDF but must not", ""
         for e in o.get("page_text", []):
             page = pages[e["page"] - 1] if e["page"] <= len(pages) else ""
             for t in e["contains"]:
                 if squash(t) not in page:
-                    return f"text '{t}' not on page {e['page']}"
-        return ""
+                    return f"a required text is not on page {e['page']}", f"expected text '{t}' on page {e['page']}"
+        return "", ""
 
 
 # --- upstream: TeXpert ------------------------------------------------------------------------------

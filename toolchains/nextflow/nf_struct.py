@@ -8,7 +8,7 @@ comments never count.
 parse(text) -> dict with processes, workflows, includes, params, dsl, and `errors`: DSL2 structure
 errors a Nextflow stub run would also reject (DSL1 channel clauses, removed operators, calls to
 undefined processes, wrong number of process inputs, a process used twice without an alias...).
-check(model, oracle) -> list of mismatches against a task's structural oracle.
+check(model, oracle) -> list of mismatches against a task's structural oracle, as (what is wrong, what was expected).
 """
 from __future__ import annotations
 
@@ -544,30 +544,40 @@ def _cond_polarity(conds: list[str], param: str):
     return found
 
 
-def check(model: dict, oracle: dict) -> list[str]:
-    """Mismatches between a parsed program and the task's structural oracle (empty = pass)."""
+def check(model: dict, oracle: dict) -> list[tuple[str, str]]:
+    """Mismatches between a parsed program and the task's structural oracle (empty = pass), each as
+    (what the program does, what the oracle expects). The first part is fed back to the model: it
+    names the program's own elements, never the oracle's targets (required names, shapes, patterns)."""
     out = []
     for name, want in (oracle.get("params") or {}).items():
         if name not in model["params"]:
-            out.append(f"params.{name} is not defined at top level")
+            out.append(("a required parameter is not defined at top level", f"expected params.{name}"))
         elif want is not None and model["params"][name] != _norm_value(str(want)):
-            out.append(f"params.{name} = {model['params'][name]!r}, expected {_norm_value(str(want))!r}")
+            out.append((f"params.{name} = {model['params'][name]!r} (wrong default)",
+                        f"expected params.{name} = {_norm_value(str(want))!r}"))
     for name, path in (oracle.get("includes") or {}).items():
         inc = model["includes"].get(name)
         if not inc:
-            out.append(f"{name} is not included")
+            out.append(("a required include is missing", f"expected {name} to be included from {_norm_path(path)!r}"))
         elif inc["path"] != _norm_path(path):
-            out.append(f"{name} is included from {inc['path']!r}, expected {_norm_path(path)!r}")
+            out.append((f"{name} is included from {inc['path']!r} (wrong path)",
+                        f"expected {name} included from {_norm_path(path)!r}"))
     for name, spec in (oracle.get("processes") or {}).items():
         proc = model["processes"].get(name)
         if proc is None:
-            out.append(f"process {name} is not defined")
+            have = ", ".join(sorted(model["processes"])) or "none"
+            out.append((f"a required process is not defined (processes: {have})", f"expected process {name}"))
             continue
         out += _check_process(name, proc, spec or {})
     for name, spec in (oracle.get("workflows") or {}).items():
         wf = model["workflows"].get(name)
         if wf is None:
-            out.append("no entry workflow block" if name == "main" else f"workflow {name} is not defined")
+            if name == "main":
+                out.append(("no entry workflow block", ""))
+            else:
+                have = ", ".join(sorted(w for w in model["workflows"] if w != "main")) or "none"
+                out.append((f"a required workflow is not defined (named workflows: {have})",
+                            f"expected workflow {name}"))
             continue
         out += _check_workflow(name, wf, spec or {})
     return out
@@ -581,59 +591,73 @@ def _check_process(name, proc, spec):
         want = [w if isinstance(w, dict) else {"shape": w} for w in spec[key]]
         got = proc[key]
         if len(got) != len(want):
-            out.append(f"process {name}: {len(got)} {key[:-1]} declaration(s), expected {len(want)} "
-                       f"({', '.join(w['shape'] for w in want)})")
+            out.append((f"process {name}: {len(got)} {key[:-1]} declaration(s) (wrong number)",
+                        f"process {name}: expected {len(want)} {key[:-1]} declaration(s) "
+                        f"({', '.join(w['shape'] for w in want)})"))
             continue
         for i, (g, w) in enumerate(zip(got, want)):
+            at = f"process {name}: {key[:-1]} {i + 1}"
             if g["shape"] != w["shape"].replace(" ", ""):
-                out.append(f"process {name}: {key[:-1]} {i + 1} is `{g['text']}` ({g['shape']}), expected {w['shape']}")
+                out.append((f"{at} is `{g['text']}` ({g['shape']}, wrong shape)", f"{at}: expected {w['shape']}"))
             elif "emit" in w and g["emit"] != w["emit"]:
-                out.append(f"process {name}: {key[:-1]} {i + 1} emits {g['emit']!r}, expected {w['emit']!r}")
+                out.append((f"{at} emits {g['emit']!r} (wrong emit name)", f"{at}: expected emit {w['emit']!r}"))
             elif "optional" in w and g["optional"] != bool(w["optional"]):
-                out.append(f"process {name}: {key[:-1]} {i + 1} optional is {g['optional']}, expected {w['optional']}")
+                out.append((f"{at} optional is {g['optional']} (wrong)", f"{at}: expected optional {w['optional']}"))
             elif "pattern" in w and not re.search(w["pattern"], g["text"]):
-                out.append(f"process {name}: {key[:-1]} {i + 1} `{g['text']}` does not match /{w['pattern']}/")
+                out.append((f"{at} `{g['text']}` does not match the required pattern",
+                            f"{at}: expected a match of /{w['pattern']}/"))
     for d, val in (spec.get("directives") or {}).items():
         if d not in proc["directives"]:
-            out.append(f"process {name}: directive `{d}` is missing")
+            out.append((f"process {name}: a required directive is missing",
+                        f"process {name}: expected directive `{d}`"))
         elif val is not None and not re.fullmatch(str(val), proc["directives"][d]):
-            out.append(f"process {name}: directive `{d} {proc['directives'][d]}` does not match /{val}/")
+            out.append((f"process {name}: directive `{d} {proc['directives'][d]}` has the wrong value",
+                        f"process {name}: expected directive `{d}` to match /{val}/"))
     script = " ".join(proc["script"].split())
-    for pat in spec.get("script") or []:
+    for i, pat in enumerate(spec.get("script") or []):
         if not re.search(pat, script):
-            out.append(f"process {name}: script does not match /{pat}/")
+            out.append((f"process {name}: the script lacks required command {i + 1}",
+                        f"process {name}: expected the script to match /{pat}/"))
     for pat in spec.get("script_absent") or []:
         if re.search(pat, script):
-            out.append(f"process {name}: script must not match /{pat}/")
+            out.append((f"process {name}: the script contains a forbidden command",
+                        f"process {name}: expected the script not to match /{pat}/"))
     if "when" in spec and proc["has_when"] != bool(spec["when"]):
-        out.append(f"process {name}: when: section {'missing' if spec['when'] else 'not expected'}")
+        out.append((f"process {name}: when: section {'missing' if spec['when'] else 'not expected'}", ""))
     return out
 
 
 def _check_workflow(name, wf, spec):
     out, where = [], ("entry workflow" if name == "main" else f"workflow {name}")
     called = [c["name"] for c in wf["calls"]]
+    have = ", ".join(dict.fromkeys(called)) or "nothing"
     for c in spec.get("calls") or []:
         if c not in called:
-            out.append(f"{where}: {c} is never called")
+            out.append((f"{where}: a required process or workflow is never called (calls: {have})",
+                        f"{where}: expected a call of {c}"))
     if "take" in spec and len(wf["take"]) != spec["take"]:
-        out.append(f"{where}: takes {len(wf['take'])} channel(s), expected {spec['take']}")
+        out.append((f"{where}: takes {len(wf['take'])} channel(s) (wrong number)",
+                    f"{where}: expected to take {spec['take']} channel(s)"))
     for e in spec.get("emit") or []:
         if e not in wf["emit"]:
-            out.append(f"{where}: does not emit `{e}` (emits {', '.join(wf['emit']) or 'nothing'})")
+            out.append((f"{where}: a required emit is missing (emits {', '.join(wf['emit']) or 'nothing'})",
+                        f"{where}: expected to emit `{e}`"))
     for e, src in (spec.get("emit_from") or {}).items():
         if e in wf["emit"] and src not in wf["emit"][e]:
-            out.append(f"{where}: emit `{e}` does not come from {src}")
+            out.append((f"{where}: emit `{e}` does not come from the required source",
+                        f"{where}: expected emit `{e}` to come from {src}"))
     for op in spec.get("operators") or []:
         if op not in wf["operators"]:
-            out.append(f"{where}: operator `{op}` is not used")
+            out.append((f"{where}: a required operator is not used (operators: {', '.join(wf['operators']) or 'none'})",
+                        f"{where}: expected operator `{op}`"))
     for op in spec.get("forbidden_operators") or []:
         if op in wf["operators"]:
-            out.append(f"{where}: operator `{op}` must not be used")
+            out.append((f"{where}: operator `{op}` must not be used", ""))
     for f in spec.get("feeds") or []:
         calls = [c for c in wf["calls"] if c["name"] == f["to"]]
         if not calls:
-            out.append(f"{where}: {f['to']} is never called")
+            out.append((f"{where}: a required process or workflow is never called (calls: {have})",
+                        f"{where}: expected a call of {f['to']}"))
             continue
         ok, seen_ops = False, set()
         for c in calls:
@@ -648,31 +672,38 @@ def _check_workflow(name, wf, spec):
             in_arg = any(f["from"] in a for c in calls
                          for a in (c["args"] if "arg" not in f else c["args"][f["arg"] - 1:f["arg"]]))
             if not in_arg and any(f["from"] in a for c in calls for a in c["args"]):
-                out.append(f"{where}: {f['from']} reaches {f['to']} through another input, not input {f['arg']}")
+                out.append((f"{where}: {f['from']} reaches {f['to']} through another input than the required one",
+                            f"{where}: expected {f['from']} to reach {f['to']} as input {f['arg']}"))
             elif in_arg:
                 need = f"through {', '.join(f.get('via') or [])}" if f.get("via") else ""
                 bad = f" without {', '.join(f.get('not_via'))}" if f.get("not_via") else ""
-                out.append(f"{where}: {f['from']} reaches {f['to']}{arg} but not {need}{bad} "
-                           f"(operators on the way: {', '.join(sorted(seen_ops)) or 'none'})")
+                out.append((f"{where}: {f['from']} reaches {f['to']}{arg}, but not through the required operators "
+                            f"(operators on the way: {', '.join(sorted(seen_ops)) or 'none'})",
+                            f"{where}: expected {f['from']} to reach {f['to']}{arg} {need}{bad}".rstrip()))
             else:
-                out.append(f"{where}: {f['to']}{arg} does not receive data from {f['from']}")
+                out.append((f"{where}: {f['to']}{arg} does not receive data from the required source",
+                            f"{where}: expected {f['to']}{arg} to receive data from {f['from']}"))
     for g in spec.get("guards") or []:
         calls = [c for c in wf["calls"] if c["name"] == g["call"]]
         if not calls:
-            out.append(f"{where}: {g['call']} is never called")
+            out.append((f"{where}: a required process or workflow is never called (calls: {have})",
+                        f"{where}: expected a call of {g['call']}"))
             continue
         for c in calls:
             pol = _cond_polarity(c["conds"], g["param"])
             if pol is None:
-                out.append(f"{where}: {g['call']} is not called under a condition on params.{g['param']}")
+                out.append((f"{where}: {g['call']} is not called under the required condition",
+                            f"{where}: expected {g['call']} to be called under a condition on params.{g['param']}"))
                 break
             if pol != "mentioned" and "when" in g and pol != bool(g["when"]):
-                out.append(f"{where}: {g['call']} runs when params.{g['param']} is {str(pol).lower()}, "
-                           f"expected {str(bool(g['when'])).lower()}")
+                out.append((f"{where}: {g['call']} runs when params.{g['param']} is {str(pol).lower()} "
+                            "(wrong polarity)",
+                            f"{where}: expected {g['call']} to run when params.{g['param']} is "
+                            f"{str(bool(g['when'])).lower()}"))
                 break
     for u in spec.get("unguarded") or []:
         for c in wf["calls"]:
             if c["name"] == u and c["conds"]:
-                out.append(f"{where}: {u} must run unconditionally, but is under `{c['conds'][0]}`")
+                out.append((f"{where}: {u} must run unconditionally, but is under `{c['conds'][0]}`", ""))
                 break
     return out

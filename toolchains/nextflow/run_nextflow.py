@@ -74,7 +74,9 @@ def main():
     else:
         oracle, report_path = json.loads(Path(sys.argv[3]).read_text()), sys.argv[4]
         model = nf_struct.parse(text)
-        report = {"mismatches": nf_struct.check(model, oracle),
+        found = nf_struct.check(model, oracle)
+        # what is wrong (fed back to the model) apart from what the oracle wanted (never fed back by default)
+        report = {"mismatches": [what for what, _ in found], "expected": [want for _, want in found],
                   "summary": {"processes": sorted(model["processes"]), "workflows": sorted(model["workflows"])}}
     Path(report_path).write_text(json.dumps(report, sort_keys=True))
 

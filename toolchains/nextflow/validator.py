@@ -210,7 +210,8 @@ class Validator(Toolchain):
         if report["mismatches"]:
             n = len(report["mismatches"])
             more = f" (+{n - 1} more)" if n > 1 else ""
-            return self.verdict("fail", report["mismatches"][0][:300] + more, result)
+            return self.verdict("fail", report["mismatches"][0][:300] + more, result,
+                                expected=report["expected"][0][:300])
         return self.verdict("pass", "processes, declarations and workflow wiring match the oracle", result)
 
     # --- upstream: nf-core module folders ------------------------------------------------------------

@@ -291,34 +291,38 @@ def phase_aligned(got, want):
     return got / phase
 
 
-def compare_unitary(cand, gold, oracle) -> tuple[bool, str]:
+# compare_*: (ok, message, expected). The message speaks of the program's own circuit only; what the gold
+# gives goes to `expected`, which is never shown to the model as diagnostics.
+
+def compare_unitary(cand, gold, oracle) -> tuple[bool, str, str]:
     import numpy as np
     from qiskit.quantum_info import Operator
     tol = oracle.get("tolerance", 1e-6)
     cu, gu = Operator(cand), Operator(gold)
     if cu.equiv(gu, rtol=0, atol=tol):
-        return True, "unitary equals the gold's up to global phase"
+        return True, "unitary equals the gold's up to global phase", ""
     label = label_fn(oracle)
     U, G = cu.data, gu.data
-    U = phase_aligned(U.flatten(), G.flatten()).reshape(U.shape)
-    dev = np.abs(U - G).max(axis=0)
+    aligned = phase_aligned(U.flatten(), G.flatten()).reshape(U.shape)
+    dev = np.abs(aligned - G).max(axis=0)
     j = int(np.argmax(dev > tol)) if (dev > tol).any() else int(np.argmax(dev))
-    return False, (f"unitary differs (beyond global phase); first differing input {label(j)}: "
-                   f"expected {fmt_state(G[:, j], label)}, got {fmt_state(U[:, j], label)}")
+    # the program's own column, not the gold-phase-aligned one: the alignment carries the gold's phase
+    return (False, f"unitary differs (beyond global phase); first differing input {label(j)}: "
+                   f"got {fmt_state(U[:, j], label)}",
+            f"input {label(j)}: expected {fmt_state(G[:, j], label)}")
 
 
-def compare_statevector(cand, gold, oracle) -> tuple[bool, str]:
+def compare_statevector(cand, gold, oracle) -> tuple[bool, str, str]:
     import numpy as np
     from qiskit.quantum_info import Statevector
     tol = oracle.get("tolerance", 1e-6)
     cs, gs = Statevector(cand), Statevector(gold)
     if cs.equiv(gs, rtol=0, atol=tol):
-        return True, "final state equals the gold's up to global phase"
+        return True, "final state equals the gold's up to global phase", ""
     label = label_fn(oracle)
     fid = abs(np.vdot(gs.data, cs.data)) ** 2
-    got = phase_aligned(cs.data, gs.data)
-    return False, (f"final state differs (fidelity {fid:.3f} with the expected state): expected "
-                   f"{fmt_state(gs.data, label)}, got {fmt_state(got, label)}")
+    return (False, f"final state differs from the gold's (beyond global phase): got {fmt_state(cs.data, label)}",
+            f"expected {fmt_state(gs.data, label)} (fidelity {fid:.3f} with the program's state)")
 
 
 def outcome_key(value: int, oracle: dict) -> str:
@@ -402,7 +406,7 @@ def fmt_dist(dist: dict, k: int = 4) -> str:
     return "{" + ", ".join(f"{o}: {p:.3f}" for o, p in top) + (f", +{more} more" if more > 0 else "") + "}"
 
 
-def compare_counts(cand, gold, oracle) -> tuple[bool, str]:
+def compare_counts(cand, gold, oracle) -> tuple[bool, str, str]:
     tol = oracle.get("tolerance", 0.05)
     want, how_want = distribution(gold, oracle)
     if tol == 0 and max(want.values()) < 1 - 1e-9:
@@ -411,9 +415,10 @@ def compare_counts(cand, gold, oracle) -> tuple[bool, str]:
     tvd = 0.5 * sum(abs(want.get(o, 0) - got.get(o, 0)) for o in set(want) | set(got))
     how = how_got if how_got == how_want else f"gold: {how_want}; program: {how_got}"
     if tvd <= tol + 1e-9:
-        return True, f"distribution of the measured bits matches the gold's (TVD {tvd:.3f} <= {tol:g}; {how})"
-    return False, (f"distribution of the measured bits differs (TVD {tvd:.3f} > {tol:g}; {how}): "
-                   f"expected {fmt_dist(want)}, got {fmt_dist(got)}")
+        return True, f"distribution of the measured bits matches the gold's (TVD {tvd:.3f} <= {tol:g}; {how})", ""
+    return (False, f"distribution of the measured bits differs from the gold's (TVD above {tol:g}; {how}): "
+                   f"got {fmt_dist(got)}",
+            f"expected {fmt_dist(want)} (TVD {tvd:.3f})")
 
 
 class GoldError(Exception):
@@ -441,7 +446,7 @@ def run_semantic(job: dict) -> dict:
             return {"status": "error", "diagnostics": one_line(f"{where}the gold cannot be judged: {e}")}
         try:
             cand = prepare(cand_text, includes, oracle)
-            ok, message = compare(cand, gold, oracle)
+            ok, message, expected = compare(cand, gold, oracle)
         except GoldError as e:
             return {"status": "error", "diagnostics": one_line(f"{where}{e}")}
         except Reject as e:
@@ -449,7 +454,8 @@ def run_semantic(job: dict) -> dict:
         except Exception as e:  # the candidate circuit cannot be simulated
             return {"status": "fail", "diagnostics": one_line(f"{where}simulation failed: {type(e).__name__}: {e}")}
         if not ok:
-            return {"status": "fail", "diagnostics": one_line(f"{where}{message}", 600)}
+            return {"status": "fail", "diagnostics": one_line(f"{where}{message}", 600),
+                    "expected": one_line(f"{where}{expected}", 600)}
     extra = f" on all {len(variants)} include variants" if len(variants) > 1 else ""
     return {"status": "pass", "diagnostics": message + extra}
 

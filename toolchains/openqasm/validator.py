@@ -202,7 +202,7 @@ class Validator(Toolchain):
                                             "(non-terminating loop?)", result, rest)
             return self.verdict("error", f"OpenQASM runner failed (exit {result.returncode})", result, rest)
         return self.verdict(report["status"], report["diagnostics"], result,
-                            report.get("seconds", result.duration_s))
+                            report.get("seconds", result.duration_s), expected=report.get("expected", ""))
 
     # --- upstream: QCircuitBench ----------------------------------------------------------------
     def import_upstream(self, source: Path) -> list[dict]:

@@ -368,7 +368,9 @@ def port_consistency(m: Model, r, scope) -> list[str]:
     return []
 
 
-def oracle_diagnostics(m: Model, oracle: dict) -> list[str]:
+def oracle_diagnostics(m: Model, oracle: dict) -> list[tuple[str, str]]:
+    """Differences from the task's oracle as (what the model does, what the oracle expects). The first
+    part is fed back to the model: it names the model's own elements, never the oracle's targets."""
     out = []
     for spec in oracle.get("elements", []):
         path = spec["path"]
@@ -378,46 +380,52 @@ def oracle_diagnostics(m: Model, oracle: dict) -> list[str]:
         if e is None:
             name = path.split("::")[-1]
             elsewhere = [x for x in m.els if x["name"] == name]
-            hint = f"; found '{name}' at {elsewhere[0]['qname']} (line {elsewhere[0]['line']})" if elsewhere else ""
-            out.append(f"missing {spec['kind']} '{path}'{hint}")
+            hint = f" (line {elsewhere[0]['line']}: '{elsewhere[0]['qname']}' is not where it is needed)" \
+                if elsewhere else ""
+            out.append((f"a required {spec['kind']} is missing{hint}", f"expected {spec['kind']} '{path}'"))
             continue
+        at = f"line {e['line']}: "
         if e["kind"] != kind or e["def"] != want_def:
-            out.append(f"line {e['line']}: '{path}' is a {e['kind']}{' def' if e['def'] else ''}, expected {spec['kind']}")
+            out.append((f"{at}'{path}' is a {e['kind']}{' def' if e['def'] else ''} (wrong kind)",
+                        f"expected '{path}' to be a {spec['kind']}"))
             continue
         if "typed_by" in spec:
             got = [t["name"].split("::")[-1] for t in e["typed_by"]]
             if spec["typed_by"] not in got:
-                out.append(f"line {e['line']}: {_label(e)} is typed by {' & '.join(got) or 'nothing'}, "
-                           f"expected {spec['typed_by']}")
+                out.append((f"{at}{_label(e)} is typed by {' & '.join(got) or 'nothing'} (wrong type)",
+                            f"expected {_label(e)} typed by {spec['typed_by']}"))
         if "conjugated" in spec:
             got = any(t["conjugated"] for t in e["typed_by"])
             if got != spec["conjugated"]:
-                out.append(f"line {e['line']}: {_label(e)} is {'' if got else 'not '}conjugated, expected "
-                           f"{'~' if spec['conjugated'] else 'no ~ on '}{e['typed_by'][0]['name'] if e['typed_by'] else 'its type'}")
+                typ = e["typed_by"][0]["name"] if e["typed_by"] else "its type"
+                out.append((f"{at}{_label(e)} is {'' if got else 'not '}conjugated (wrong)",
+                            f"expected {_label(e)} {'typed by ~' + typ if spec['conjugated'] else 'with no ~ on ' + typ}"))
         if "multiplicity" in spec and _mult(e["multiplicity"]) != _mult(str(spec["multiplicity"])):
-            out.append(f"line {e['line']}: {_label(e)} has multiplicity [{e['multiplicity'] or 'none'}], "
-                       f"expected [{_mult(str(spec['multiplicity']))}]")
+            out.append((f"{at}{_label(e)} has multiplicity [{e['multiplicity'] or 'none'}] (wrong multiplicity)",
+                        f"expected {_label(e)} with multiplicity [{_mult(str(spec['multiplicity']))}]"))
         if "specializes" in spec:
             got = [s.split("::")[-1] for s in e["specializes"] + e["subsets"]]
             for want in spec["specializes"]:
                 if want not in got:
-                    out.append(f"line {e['line']}: {_label(e)} does not specialize {want} (specializes: "
-                               f"{', '.join(got) or 'nothing'})")
+                    out.append((f"{at}{_label(e)} does not specialize a required definition (specializes: "
+                                f"{', '.join(got) or 'nothing'})", f"expected {_label(e)} to specialize {want}"))
         if "redefines" in spec:
             got = [s.split("::")[-1].split(".")[-1] for s in e["redefines"]]
             if spec["redefines"] not in got:
-                out.append(f"line {e['line']}: {_label(e)} does not redefine {spec['redefines']}")
+                out.append((f"{at}{_label(e)} does not redefine the required feature (redefines: "
+                            f"{', '.join(got) or 'nothing'})", f"expected {_label(e)} to redefine {spec['redefines']}"))
         if "direction" in spec and e["direction"] != spec["direction"]:
-            out.append(f"line {e['line']}: {_label(e)} has direction '{e['direction'] or 'none'}', expected "
-                       f"'{spec['direction']}'")
+            out.append((f"{at}{_label(e)} has direction '{e['direction'] or 'none'}' (wrong direction)",
+                        f"expected {_label(e)} with direction '{spec['direction']}'"))
         if "value" in spec and e["value"].replace(" ", "") != str(spec["value"]).replace(" ", ""):
-            out.append(f"line {e['line']}: {_label(e)} has value '{e['value'] or 'none'}', expected '{spec['value']}'")
+            out.append((f"{at}{_label(e)} has value '{e['value'] or 'none'}' (wrong value)",
+                        f"expected {_label(e)} with value '{spec['value']}'"))
     for spec in oracle.get("relations", []):
         if not any(_rel_matches(r, spec) for r in m.rels):
-            out.append(f"missing {_describe(spec)}{_near(m, spec)}")
+            out.append((f"a required {spec['kind']} is missing{_near(m, spec)}", f"expected {_describe(spec)}"))
     for ns in oracle.get("imports", []):
         if not any(i["namespace"].replace(" ", "") == ns for i in m.imports):
-            out.append(f"missing `import {ns};`")
+            out.append(("a required import is missing", f"expected `import {ns};`"))
     return out
 
 
@@ -626,12 +634,14 @@ class Validator(Toolchain):
                 return self.verdict("error", "the SysML runner did not produce a model", result)
         report = json.loads(path.read_text())
         m = Model(report)
-        problems = dependency_diagnostics(m) + oracle_diagnostics(m, task.oracle)
+        problems = [(d, "") for d in dependency_diagnostics(m)] + oracle_diagnostics(m, task.oracle)
         if problems:
             more = f" (+{len(problems) - 3} more)" if len(problems) > 3 else ""
-            log = "\n".join(problems)
+            log = "\n".join(d + (f" [{e}]" if e else "") for d, e in problems)
+            expected = "; ".join(e for _, e in problems[:3] if e)
             from dslbench.toolchains import LevelVerdict
-            return LevelVerdict("fail", "; ".join(problems[:3]) + more, "semantic checks over the parse tree", log)
+            return LevelVerdict("fail", "; ".join(d for d, _ in problems[:3]) + more, "semantic checks over the parse tree",
+                                log, expected=expected)
         from dslbench.toolchains import LevelVerdict
         n_el = len(task.oracle.get("elements", []))
         n_rel = len(task.oracle.get("relations", []))

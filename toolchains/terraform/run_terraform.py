@@ -399,6 +399,29 @@ def decode(texts):
     return sorted(out)
 
 
+def split_expected(message):
+    """(what is wrong, what the policy expected) of one deny message.
+
+    Task policies say what they wanted in the message itself ("x is a, expected b", "... (expected b)",
+    "expected 6 subnets, found 5", "missing subnet ...: [values]"). The first part is fed back to the
+    model and keeps only the program's own values; the second is the whole message, for the record.
+    Messages in none of these forms are kept as they are, with no expected part.
+    """
+    m = re.fullmatch(r"expected (?:exactly )?(\S+) (.+?), found (.+)", message)
+    if m:
+        return f"found {m.group(3)} {m.group(2)} (wrong number)", message
+    m = re.fullmatch(r"expected (?:exactly )?(?:one|\d+) (.+)", message)
+    if m:
+        return f"wrong number of {m.group(1)}", message
+    m = re.fullmatch(r"(.+?) \(expected [^()]*\)", message) or re.fullmatch(r"(.+?), expected .+", message)
+    if m:
+        return m.group(1), message
+    m = re.fullmatch(r"(missing [^:]+): .+", message)
+    if m:
+        return m.group(1), message
+    return message, ""
+
+
 def mode_policy(job):
     from regopy import Interpreter
     plan = json.loads((AUX / "plan.json").read_text(encoding="utf-8"))
@@ -416,7 +439,9 @@ def mode_policy(job):
             n = rego_value(rego, f"count({doc}.deny)") or 0
             messages = decode(rego_value(rego, f"[base64.encode(m) | some m in {doc}.deny; is_string(m)]"))
             messages += ["(a deny entry that is not a string)"] * (n - len(messages))
-            return {"ok": n == 0, "messages": messages, "judged": judged}
+            split = [split_expected(m) for m in messages]
+            return {"ok": n == 0, "messages": [what for what, _ in split], "expected": [want for _, want in split],
+                    "judged": judged}
         if rule == "document":
             # IaC-Eval convention: no value anywhere in the package document may be false.
             if rego_value(rego, f"count({doc})") is None:
@@ -445,9 +470,11 @@ def print_report(report):
 def print_policy(verdict):
     print(f"policy over the {verdict.get('judged', '?')}: "
           f"{'pass' if verdict.get('ok') else 'error' if verdict.get('ok') is None else 'FAILED'}")
-    for m in verdict.get("messages", []) or [verdict.get("diagnostics", "")]:
+    messages = verdict.get("messages", []) or [verdict.get("diagnostics", "")]
+    wanted = verdict.get("expected") or [""] * len(messages)
+    for m, e in zip(messages, wanted):
         if m:
-            print(f"  - {m}")
+            print(f"  - {e or m}")      # the whole message: logs are not fed back to the model
 
 
 def run_policy(job):

@@ -232,16 +232,22 @@ class Validator(Toolchain):
             return self._policy_verdict("pass", f"policy satisfied ({judged})", verdict, result)
         messages = [str(m) for m in verdict.get("messages") or []] or ["policy not satisfied"]
         more = f" (+{len(messages) - 1} more)" if len(messages) > 1 else ""
-        return self._policy_verdict("fail", f"{_first(messages[0], 240)}{more} ({judged})", verdict, result)
+        expected = str((verdict.get("expected") or [""])[0])     # the policy's wanted values, kept out of diagnostics
+        return self._policy_verdict("fail", f"{_first(messages[0], 240)}{more} ({judged})", verdict, result,
+                                    _first(expected, 240))
 
-    def _policy_verdict(self, status, diagnostics, verdict, result):
+    def _policy_verdict(self, status, diagnostics, verdict, result, expected=""):
         if result is not None:
-            return self.verdict(status, diagnostics, result)
+            return self.verdict(status, diagnostics, result, expected=expected)
         lines = [f"policy ({self.card.get('semantic_policy_engine', 'regopy')}) evaluated in the syntax run "
                  "(python .dslbench/run_terraform.py plan)"]
-        lines += [f"  - {m}" for m in (verdict or {}).get("messages", [])]
+        v = verdict or {}
+        # the log is not fed back to the model: it keeps each policy message whole
+        messages = v.get("messages", [])
+        lines += [f"  - {e or m}" for m, e in zip(messages, v.get("expected") or [""] * len(messages))]
         return LevelVerdict(status, diagnostics, "python .dslbench/run_terraform.py plan  # policy step",
-                            "\n".join(lines), float((verdict or {}).get("seconds", 0.0)), sandbox_mode())
+                            "\n".join(lines), float((verdict or {}).get("seconds", 0.0)), sandbox_mode(),
+                            expected=expected)
 
     # --- upstream: IaC-Eval CSV ------------------------------------------------------------------------
     def import_upstream(self, source: Path) -> list[dict]:

@@ -329,33 +329,40 @@ def _short(v) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def check_channel(name: str, want: dict, fd, transforms: tuple, where: str) -> str | None:
+def check_channel(name: str, want: dict, fd, transforms: tuple, where: str) -> tuple[str, str] | None:
+    """First difference of one channel as (what the chart does, what the intent expects), or None."""
     if not isinstance(fd, dict):
-        return f"{where}: channel {name} is not a field definition"
+        return f"{where}: channel {name} is not a field definition", ""
     if not any(k in fd for k in ("field", "aggregate", "datum")) and isinstance(fd.get("condition"), dict):
         fd = fd["condition"]          # {condition: {param, field, type}, value: ...}
     eff = effective(fd, name, transforms)
     if "field" in want and eff["field"] not in _as_list(want["field"]) and not eff["derived"]:
         shown = f"field {eff['field']!r}" if eff["field"] else f"{eff['aggregate'] or 'no'} field ({_short(fd)})"
-        return f"{where}: {name} shows {shown}, expected field {_as_list(want['field'])[0]!r}"
+        return f"{where}: {name} shows {shown} (wrong field)", \
+            f"{where}: {name} expected field {_as_list(want['field'])[0]!r}"
     if "aggregate" in want:
         w = want["aggregate"]
         got = eff["aggregate"]
         if got == "average":
             got = "mean"
         if (w or None) != (got or None) and not (w == "mean" and got == "average"):
-            return f"{where}: {name} aggregate is {got or 'none'}, expected {w or 'none'}"
+            return (f"{where}: {name} aggregate is {got or 'none'} (wrong aggregate)",
+                    f"{where}: {name} expected aggregate {w or 'none'}")
     if "bin" in want and bool(want["bin"]) != eff["bin"]:
-        return f"{where}: {name} is {'' if eff['bin'] else 'not '}binned, expected {'' if want['bin'] else 'not '}binned"
+        return (f"{where}: {name} is {'' if eff['bin'] else 'not '}binned (wrong binning)",
+                f"{where}: {name} expected {'' if want['bin'] else 'not '}binned")
     if "timeUnit" in want and _norm_unit(want["timeUnit"]) != eff["timeUnit"]:
-        return f"{where}: {name} time unit is {eff['timeUnit'] or 'none'}, expected {want['timeUnit'] or 'none'}"
+        return (f"{where}: {name} time unit is {eff['timeUnit'] or 'none'} (wrong time unit)",
+                f"{where}: {name} expected time unit {want['timeUnit'] or 'none'}")
     if "type" in want and eff["type"] not in _as_list(want["type"]):
-        return f"{where}: {name} has type {eff['type']}, expected {' or '.join(_as_list(want['type']))}"
+        return (f"{where}: {name} has type {eff['type']} (wrong type)",
+                f"{where}: {name} expected type {' or '.join(_as_list(want['type']))}")
     if "scale" in want:
         scale = fd.get("scale") if isinstance(fd.get("scale"), dict) else {}
         for k, v in want["scale"].items():
             if scale.get(k) != v:
-                return f"{where}: {name} scale {k} is {_short(scale.get(k))}, expected {_short(v)}"
+                return (f"{where}: {name} scale {k} is {_short(scale.get(k))} (wrong value)",
+                        f"{where}: {name} expected scale {k} {_short(v)}")
     if "stack" in want:
         got = fd.get("stack", "zero")
         if got is True:
@@ -363,19 +370,22 @@ def check_channel(name: str, want: dict, fd, transforms: tuple, where: str) -> s
         if got is False:
             got = None
         if got != want["stack"]:
-            return f"{where}: {name} stack is {_short(got)}, expected {_short(want['stack'])}"
+            return (f"{where}: {name} stack is {_short(got)} (wrong stack)",
+                    f"{where}: {name} expected stack {_short(want['stack'])}")
     return None
 
 
-def check_view(want: dict, got: dict, where: str) -> str | None:
-    """First difference between the intent view and the candidate's normalised view, or None."""
+def check_view(want: dict, got: dict, where: str) -> tuple[str, str] | None:
+    """First difference between the intent view and the candidate's normalised view as (what the chart
+    does, what the intent expects), or None."""
     kind = _view_kind(want)
     gkind = got["kind"]
     if kind in CONCATS:
         if gkind not in CONCATS or (kind != "concat" and gkind != kind):
-            return f"{where}: expected a {kind} of views, the chart is a {gkind}"
+            return f"{where}: the chart is a {gkind} (wrong composition)", f"{where}: expected a {kind} of views"
         if len(got["children"]) != len(want[kind]):
-            return f"{where}: {len(got['children'])} concatenated views, expected {len(want[kind])}"
+            return (f"{where}: {len(got['children'])} concatenated views (wrong number)",
+                    f"{where}: expected {len(want[kind])} concatenated views")
         for i, (w, g) in enumerate(zip(want[kind], got["children"])):
             problem = check_view(w, g, f"{where}.{kind}[{i}]")
             if problem:
@@ -383,10 +393,12 @@ def check_view(want: dict, got: dict, where: str) -> str | None:
         return None
     if kind != gkind:
         names = {"unit": "single view", "layer": "layer", "facet": "facet (trellis)"}
-        return f"{where}: expected a {names.get(kind, kind)}, the chart is a {names.get(gkind, gkind)}"
+        return (f"{where}: the chart is a {names.get(gkind, gkind)} (wrong kind of view)",
+                f"{where}: expected a {names.get(kind, kind)}")
     if kind == "layer":
         if len(got["children"]) != len(want["layer"]):
-            return f"{where}: {len(got['children'])} layers, expected {len(want['layer'])}"
+            return (f"{where}: {len(got['children'])} layers (wrong number)",
+                    f"{where}: expected {len(want['layer'])} layers")
         for i, (w, g) in enumerate(zip(want["layer"], got["children"])):
             problem = check_view(w, g, f"{where}.layer[{i}]")
             if problem:
@@ -396,7 +408,8 @@ def check_view(want: dict, got: dict, where: str) -> str | None:
         have = set(got["facet"])
         need = set(want["facet"])
         if have != need:
-            return f"{where}: facets by {', '.join(sorted(have)) or 'nothing'}, expected {', '.join(sorted(need))}"
+            return (f"{where}: facets by {', '.join(sorted(have)) or 'nothing'} (wrong facet channels)",
+                    f"{where}: expected facets by {', '.join(sorted(need))}")
         for ch, w in want["facet"].items():
             problem = check_channel(ch, w, got["facet"][ch], got["transforms"], where)
             if problem:
@@ -405,19 +418,21 @@ def check_view(want: dict, got: dict, where: str) -> str | None:
     # unit
     marks = _as_list(want["mark"])
     if got["mark"] not in marks:
-        return f"{where}: mark is {got['mark']!r}, expected {marks[0]!r}"
+        return f"{where}: mark is {got['mark']!r} (wrong mark)", f"{where}: expected mark {marks[0]!r}"
     for k, v in (want.get("mark_props") or {}).items():
         if got["mark_def"].get(k) != v:
-            return f"{where}: mark property {k} is {_short(got['mark_def'].get(k))}, expected {_short(v)}"
+            return (f"{where}: mark property {k} is {_short(got['mark_def'].get(k))} (wrong value)",
+                    f"{where}: expected mark property {k} {_short(v)}")
     for i, p in enumerate(want.get("params") or []):
         if not any(_param_matches(p, q) for q in got["params"]):
             have = ", ".join(_param_kind(q) for q in got["params"]) or "none"
-            return f"{where}: no {_param_kind(p)} selection parameter (the chart has: {have})"
+            return (f"{where}: a required selection parameter is missing (the chart has: {have})",
+                    f"{where}: expected a {_param_kind(p)} selection parameter")
     enc = got["encoding"]
     wanted = want.get("encoding") or {}
     for ch, w in wanted.items():
         if ch not in enc or not _data_bearing(enc[ch]):
-            return f"{where}: no {ch} encoding (expected {_describe(w)})"
+            return f"{where}: no {ch} encoding", f"{where}: expected a {ch} encoding with {_describe(w)}"
         problem = check_channel(ch, w, enc[ch], got["transforms"], where)
         if problem:
             return problem
@@ -425,8 +440,8 @@ def check_view(want: dict, got: dict, where: str) -> str | None:
         extra = sorted(ch for ch, fd in enc.items()
                        if ch not in wanted and ch not in IGNORED_CHANNELS and _data_bearing(fd))
         if extra:
-            return f"{where}: unexpected {extra[0]} encoding {_short(enc[extra[0]])} (the task asks for " \
-                   f"{', '.join(wanted) or 'no channels'})"
+            return (f"{where}: unexpected {extra[0]} encoding {_short(enc[extra[0]])}",
+                    f"{where}: expected only the channels {', '.join(wanted) or '(none)'}")
     return None
 
 
@@ -550,33 +565,39 @@ def _color_key(mark: dict) -> dict:
             "rows": [ren(r) for r in mark["rows"]]}
 
 
-def compare_marks(got: list, want: list) -> str | None:
-    """First difference between the candidate's mark data and the gold's, or None."""
+def compare_marks(got: list, want: list) -> tuple[str, str] | None:
+    """First difference between the candidate's mark data and the gold's as (what the chart draws,
+    what the gold chart draws), or None."""
     got, want = [_color_key(m) for m in got], [_color_key(m) for m in want]
     if len(got) != len(want):
         return (f"the chart draws {len(got)} mark(s) ({', '.join(m['marktype'] for m in got) or 'none'}), "
-                f"the gold chart {len(want)} ({', '.join(m['marktype'] for m in want)})")
+                f"not as many as the gold chart",
+                f"the gold chart draws {len(want)} mark(s) ({', '.join(m['marktype'] for m in want)})")
     for i, (g, w) in enumerate(zip(got, want)):
-        label = f"mark {i + 1} ({w['marktype']})"
+        label = f"mark {i + 1} ({g['marktype']})"
         if g["marktype"] != w["marktype"]:
-            return f"mark {i + 1} is a {g['marktype']} mark, the gold's is a {w['marktype']} mark"
+            return (f"mark {i + 1} is a {g['marktype']} mark (wrong mark type)",
+                    f"mark {i + 1}: the gold's is a {w['marktype']} mark")
         gp, wp = set(g["props"]) | set(g.get("constants", {})), set(w["props"]) | set(w.get("constants", {}))
         if gp != wp:
-            return (f"{label}: data drives {', '.join(sorted(gp)) or 'nothing'}, in the gold chart "
-                    f"{', '.join(sorted(wp))}")
+            return (f"{label}: data drives {', '.join(sorted(gp)) or 'nothing'} (not the gold chart's properties)",
+                    f"{label}: in the gold chart data drives {', '.join(sorted(wp))}")
         if g.get("truncated") or w.get("truncated"):
             if g.get("truncated") != w.get("truncated"):
-                return f"{label}: the chart draws over {len(g['rows'])} items, the gold chart {len(w['rows'])}"
+                return (f"{label}: the chart draws {'over ' if g.get('truncated') else ''}{len(g['rows'])} items "
+                        f"(not as many as the gold chart)",
+                        f"{label}: the gold chart draws {'over ' if w.get('truncated') else ''}{len(w['rows'])} items")
         grows = sorted((_row(r) for r in g["rows"]), key=_row_key)
         wrows = sorted((_row(r) for r in w["rows"]), key=_row_key)
         if len(grows) != len(wrows):
-            return f"{label}: {len(grows)} items drawn, the gold chart draws {len(wrows)}"
+            return (f"{label}: {len(grows)} items drawn (not as many as the gold chart)",
+                    f"{label}: the gold chart draws {len(wrows)} items")
         for a, b in zip(grows, wrows):
             if not (len(a) == len(b) and all(ka == kb and _close(va, vb) for (ka, va), (kb, vb) in zip(a, b))):
                 missing = _first_unmatched(wrows, grows)
                 extra = _first_unmatched(grows, wrows)
-                return (f"{label}: draws {_show_row(extra or a)}; the gold chart has "
-                        f"{_show_row(missing or b)} instead")
+                return (f"{label}: draws {_show_row(extra or a)}, which the gold chart does not",
+                        f"{label}: the gold chart draws {_show_row(missing or b)} instead")
     return None
 
 
@@ -592,15 +613,15 @@ def _first_unmatched(rows: list, others: list):
     return None
 
 
-def compare_scales(got: dict, want: dict, channels: list) -> str | None:
+def compare_scales(got: dict, want: dict, channels: list) -> tuple[str, str] | None:
     for ch in channels:
         w = want[ch]
         g = got.get(ch)
         if g is None:
-            return f"no {ch} scale, expected one ordered {_short(w['domain'])}"
+            return f"no {ch} scale", f"expected a {ch} scale ordered {_short(w['domain'])}"
         gd, wd = [canon(v) for v in g["domain"]], [canon(v) for v in w["domain"]]
         if len(gd) != len(wd) or not all(_close(a, b) for a, b in zip(gd, wd)):
-            return f"{ch} order is {_short(g['domain'])}, expected {_short(w['domain'])}"
+            return f"{ch} order is {_short(g['domain'])} (wrong order)", f"expected {ch} order {_short(w['domain'])}"
     return None
 
 
@@ -706,9 +727,11 @@ class Validator(Toolchain):
         spec = json.loads(program)     # parsed only; the syntax level has accepted it
         problem = check_view(task.oracle["intent"], views(spec), "chart")
         if problem is None and "title" in task.oracle and _title_text(spec) != task.oracle["title"]:
-            problem = f"chart: title is {_short(_title_text(spec))}, expected {_short(task.oracle['title'])}"
+            problem = (f"chart: title is {_short(_title_text(spec))} (wrong title)",
+                       f"chart: expected title {_short(task.oracle['title'])}")
         if problem:
-            return self.verdict("fail", f"intent: {problem}", duration_s=0.0)
+            return self.verdict("fail", f"intent: {problem[0]}", duration_s=0.0,
+                                expected=f"intent: {problem[1]}" if problem[1] else "")
         channels = sort_channels(task.oracle["intent"])
         if not task.oracle.get("data", True) and not channels:
             return self.verdict("pass", "chart intent matches (no data comparison for this task)", duration_s=0.0)
@@ -731,17 +754,18 @@ class Validator(Toolchain):
         if task.oracle.get("data", True):
             problem = compare_marks(cand["marks"], gold["marks"])
             if problem:
+                what, want = problem
                 errors = [w for w in cand["warnings"] if w.startswith("error") or "Loading failed" in w]
                 if errors and not errors[0] in gold["warnings"]:
-                    problem += f" ({errors[0][:160]})"
-                return self.verdict("fail", f"data: {problem}", result)
+                    what += f" ({errors[0][:160]})"
+                return self.verdict("fail", f"data: {what}", result, expected=f"data: {want}")
         absent = [ch for ch in channels if ch not in gold["scales"]]
         if absent:
             return self.verdict("error", f"the gold chart has no top-level {absent[0]} scale whose order could be "
                                          f"compared (oracle: sort)", result, reason="gold_broken")
         problem = compare_scales(cand["scales"], gold["scales"], channels)
         if problem:
-            return self.verdict("fail", f"sort: {problem}", result)
+            return self.verdict("fail", f"sort: {problem[0]}", result, expected=f"sort: {problem[1]}")
         rows = sum(len(m["rows"]) for m in gold["marks"])
         return self.verdict("pass", f"chart intent matches; {len(gold['marks'])} mark(s), {rows} drawn item(s) equal "
                                     f"the gold chart's" + (f"; {', '.join(channels)} order equal" if channels else ""),

@@ -142,8 +142,12 @@ class Validator(Toolchain):
         got = [l for l in cand_out.splitlines() if l.startswith(tag)]
         for w, g in zip(want, got):
             if w != g:
-                return self.verdict("fail", f"first mismatch: expected '{w[len(tag) + 1:]}', got '{g[len(tag) + 1:]}'",
-                                    cand_run, duration)
+                # a trace line is "<vector> <inputs> | <outputs>"; the gold's line goes to `expected` only
+                vec, got_line = (g[len(tag) + 1:].split(" ", 1) + [""])[:2]
+                want_line = (w[len(tag) + 1:].split(" ", 1) + [""])[1]
+                return self.verdict("fail", f"first mismatch at vector {vec}: got '{got_line}'", cand_run, duration,
+                                    expected=f"vector {vec}: expected '{want_line}'")
         if len(got) != len(want):
-            return self.verdict("fail", f"trace has {len(got)} vectors, expected {len(want)}", cand_run, duration)
+            return self.verdict("fail", f"trace has {len(got)} vectors, a different number from the gold's", cand_run,
+                                duration, expected=f"a trace of {len(want)} vectors")
         return self.verdict("pass", f"output trace equals the gold's on {len(want)} vectors", cand_run, duration)

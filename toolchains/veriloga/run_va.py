@@ -89,7 +89,9 @@ def simulate(va_file: str, folder: str, oracle: dict) -> tuple[dict | None, str]
     return out, ""
 
 
-def compare(oracle: dict, gold: dict, cand: dict) -> tuple[bool, str, int]:
+def compare(oracle: dict, gold: dict, cand: dict) -> tuple[bool, str, str, int]:
+    """(ok, message, expected, values checked): the message speaks of the candidate's values only; the
+    gold's go to `expected`, which is never shown to the model as diagnostics."""
     rtol_d, atol_d = float(oracle.get("rtol", 1e-3)), float(oracle.get("atol", 1e-9))
     checked = 0
     for a in oracle["analyses"]:
@@ -107,21 +109,23 @@ def compare(oracle: dict, gold: dict, cand: dict) -> tuple[bool, str, int]:
             label = ["op"]
         for probe in a["probes"]:
             if probe not in g:
-                return False, f"gold has no vector {probe!r} (bench error)", checked
+                return False, f"gold has no vector {probe!r} (bench error)", "", checked
             if probe not in c:
-                return False, f"{name}: the candidate's results have no vector {probe!r}", checked
+                return False, f"{name}: the candidate's results have no vector {probe!r}", "", checked
             if "tran" in a:
                 gv, cv = np.interp(times, g["time"], g[probe]), np.interp(times, c["time"], c[probe])
             else:
                 gv, cv = g[probe], c[probe]
                 if gv.shape != cv.shape:
-                    return False, f"{name}: {probe} has {cv.size} points, expected {gv.size}", checked
+                    want = f"{name}: {probe} with {gv.size} points"
+                    return False, f"{name}: {probe} has {cv.size} points", want, checked
             for i, (w, got) in enumerate(zip(gv, cv)):
                 checked += 1
                 if not np.isfinite(got) or abs(got - w) > atol + rtol * abs(w):
-                    return False, (f"{name} at {label[i]}: {probe} expected {fmt(w)}, got {fmt(got)} "
-                                   f"(tolerance {fmt(atol)} + {fmt(rtol)}*|expected|)"), checked
-    return True, "", checked
+                    where = f"{name} at {label[i]}: {probe}"
+                    return False, (f"{where} got {fmt(got)}, outside the tolerance {fmt(atol)} + "
+                                   f"{fmt(rtol)}*|expected|"), f"{where} expected {fmt(w)}", checked
+    return True, "", "", checked
 
 
 def main():
@@ -141,8 +145,8 @@ def main():
         if cand is None:
             report = {"status": "fail", "message": err}
         else:
-            ok, msg, n = compare(oracle, gold, cand)
-            report = {"status": "pass" if ok else "fail", "message": msg, "checked": n}
+            ok, msg, expected, n = compare(oracle, gold, cand)
+            report = {"status": "pass" if ok else "fail", "message": msg, "expected": expected, "checked": n}
     with open(out_file, "w") as f:
         json.dump(report, f)
 

@@ -221,7 +221,8 @@ class Validator(Toolchain):
         report = json.loads(report_path.read_text())
         duration = result.duration_s + (gold_run.duration_s if gold_run else 0.0)
         if report["status"] == "fail":
-            return self.verdict("fail", report["message"][:400], result, duration)
+            return self.verdict("fail", report["message"][:400], result, duration,
+                                expected=report.get("expected", "")[:400])
         return self.verdict("pass", f"{report['checked']} probed values agree with the gold's within tolerance",
                             result, duration)
 
