@@ -107,7 +107,25 @@ def test_never_ending_trees_are_compared_on_their_prefix(tasks):
     assert [v["status"] for v in judge(task, patrol)] == ["pass", "pass"]
     syn, sem = judge(task, patrol.replace("-1", "2"))
     assert syn["status"] == "pass" and sem["status"] == "fail"
-    assert "the tree ended with SUCCESS, expected 'MoveBase goal=dock_a -> SUCCESS' next" in sem["diagnostics"]
+    assert "the tree ended with SUCCESS after " in sem["diagnostics"] and "too early" in sem["diagnostics"]
+    assert "MoveBase goal=dock_a -> SUCCESS' next" in sem["expected"] and "next" not in sem["diagnostics"]
+
+
+def test_expected_values_are_kept_out_of_the_diagnostics(tasks):
+    # The refinement loop feeds diagnostics back to the model: the gold's trace goes to `expected`.
+    t = tasks["behaviortree-005"]
+    m = [m for m in t.mutants if m.level == "semantic"][1]           # paraphrases the required sentence
+    syn, sem = judge(t, m.program)
+    assert sem["status"] == "fail"
+    assert "got 'Say text=Parcel arrived -> SUCCESS' (event 4)" in sem["diagnostics"]
+    assert "Your parcel has arrived" not in sem["diagnostics"] and "expected" not in sem["diagnostics"]
+    assert sem["expected"] == "scenario 'smooth delivery': event 4: expected 'Say text=Your parcel has arrived -> SUCCESS'"
+    # a structural requirement: the required attribute value is the oracle's
+    t = tasks["behaviortree-017"]
+    syn, sem = judge(t, t.gold.replace('msec="45000"', 'msec="45"'))
+    assert syn["status"] == "pass" and sem["status"] == "fail"
+    assert sem["diagnostics"] == "the tree has no <Timeout> with the attribute values the task requires"
+    assert sem["expected"] == 'the task requires <Timeout msec="45000">'
 
 
 def test_hostile_trees_are_contained(tasks):

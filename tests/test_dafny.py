@@ -122,6 +122,17 @@ def test_failing_test_method_is_reported_as_such(available):
     out = pipeline.evaluate("dafny", t, wrong)
     assert out["syntax"]["status"] == "pass" and out["semantic"]["status"] == "fail"
     assert out["semantic"]["diagnostics"].startswith("test method: dslbench_test.dfy(")
+    assert out["semantic"]["expected"] == "the hidden test, line 4: assert Sign(0) == 0;"
+
+
+def test_hidden_test_assertion_is_kept_out_of_the_diagnostics(available):
+    # The refinement loop feeds diagnostics back to the model: the hidden test's text goes to `expected`.
+    t = next(t for t in load_tasks(["dafny"])["dafny"] if t.id == "dafny-002")   # Max3
+    m = next(m for m in t.mutants if m.level == "semantic")
+    sem = pipeline.evaluate("dafny", t, m.program)["semantic"]
+    assert sem["status"] == "fail" and sem["diagnostics"].startswith("test method: dslbench_test.dfy(3,")
+    assert "Max3(1, 5, 3)" not in sem["diagnostics"]
+    assert sem["expected"] == "the hidden test, line 3: assert Max3(1, 5, 3) == 5;"
 
 
 def _write(tmp_path, data):

@@ -63,7 +63,19 @@ def test_missing_method_and_wrong_base_fail(godot):
     syn, sem = run(task, task.gold.replace("func in_range", "func within_range"))
     assert sem["status"] == "fail" and "no method in_range" in sem["diagnostics"]
     syn, sem = run(TASKS["gdscript-005"], TASKS["gdscript-005"].gold.replace("extends Node", "extends Reference"))
-    assert sem["status"] == "fail" and "not Node" in sem["diagnostics"]
+    assert sem["status"] == "fail" and "extends Reference, not the required base class" in sem["diagnostics"]
+    assert "Node" not in sem["diagnostics"] and sem["expected"] == "the script extends Node"
+
+
+def test_expected_values_are_kept_out_of_the_diagnostics(godot):
+    # The refinement loop feeds diagnostics back to the model: the gold's step values go to `expected`.
+    task = TASKS["gdscript-002"]
+    m = next(m for m in task.mutants if m.level == "semantic")       # aims away from the target
+    syn, sem = run(task, m.program)
+    assert sem["status"] == "fail"
+    assert "call aim_direction(Vector2(0, 0), Vector2(3, 4))): got Vector2(-0.6, -0.8)" in sem["diagnostics"]
+    assert "Vector2(0.6, 0.8)" not in sem["diagnostics"] and "expected" not in sem["diagnostics"]
+    assert sem["expected"].endswith("call aim_direction(Vector2(0, 0), Vector2(3, 4))): expected Vector2(0.6, 0.8)")
 
 
 def test_endless_loop_times_out(godot):

@@ -58,7 +58,8 @@ def test_ton_follows_the_scan_clock():
     assert E.run_sequences([pou], oracle)["ok"] is True
     oracle["cycle_ms"] = 200          # Q would come one scan later: the check must notice
     res = E.run_sequences([pou], oracle)
-    assert res["ok"] is False and "scan 5: Q = FALSE, expected TRUE" in res["reason"]
+    assert res["ok"] is False and res["reason"].endswith("scan 5: Q = FALSE") and "TRUE" not in res["reason"]
+    assert res["expected"].endswith("scan 5: expected Q = TRUE")
 
 
 def test_integer_semantics_truncating_division_and_wrap():
@@ -151,11 +152,25 @@ def test_interface_is_checked_before_behaviour(available):
         "Run := (Start OR Run) AND NOT Stop;", "Run := 0;")
     syn, sem = run(task, wrong_type)
     assert syn["status"] == "pass", syn
-    assert sem["status"] == "fail" and sem["diagnostics"] == "interface: VAR_OUTPUT Run is INT, expected BOOL"
+    assert sem["status"] == "fail" and sem["diagnostics"] == "interface: VAR_OUTPUT Run is INT, not the required type"
+    assert sem["expected"] == "interface: VAR_OUTPUT Run is BOOL"
     renamed = task.gold.replace("FB_MotorLatch", "FB_Motor")
     assert run(task, renamed)[1]["diagnostics"].startswith("interface: no POU named FB_MotorLatch")
     as_program = task.gold.replace("FUNCTION_BLOCK FB", "PROGRAM FB").replace("END_FUNCTION_BLOCK", "END_PROGRAM")
-    assert "is a PROGRAM, expected FUNCTION_BLOCK" in run(task, as_program)[1]["diagnostics"]
+    sem = run(task, as_program)[1]
+    assert "is a PROGRAM, not the required POU kind" in sem["diagnostics"] and "FUNCTION_BLOCK" not in sem["diagnostics"]
+    assert "FB_MotorLatch is a FUNCTION_BLOCK" in sem["expected"]
+
+
+def test_expected_values_are_kept_out_of_the_diagnostics(available):
+    # The refinement loop feeds diagnostics back to the model: the oracle's expected outputs go to `expected`.
+    task = TASKS["iecst-002"]
+    m = [m for m in task.mutants if m.level == "semantic"][0]
+    syn, sem = run(task, m.program)
+    assert sem["status"] == "fail"
+    assert sem["diagnostics"].endswith("scan 2: return value = 132")           # the candidate's own value
+    assert "212" not in sem["diagnostics"] and "expected" not in sem["diagnostics"]
+    assert sem["expected"].endswith("scan 2: expected return value = 212")
 
 
 def test_helper_function_and_case_insensitive_names_pass(available):

@@ -104,7 +104,20 @@ def test_semantic_level_rejects_screened_programs_before_running_lean(tmp_path):
     v = TC.semantic(TASKS["lean-005"].mutants[1].program, TASKS["lean-005"], tmp_path)
     assert v.status == "fail" and "lt_succ_of_nat is not declared" in v.diagnostics
     v = TC.semantic(TASKS["lean-008"].mutants[1].program, TASKS["lean-008"], tmp_path)
-    assert v.status == "fail" and "expected '(xs ys : List Nat)" in v.diagnostics
+    assert v.status == "fail" and "not the one the task states" in v.diagnostics
+    assert v.expected == "theorem " + TASKS["lean-008"].oracle["theorem"] + " (xs ys : List Nat) : (xs ++ ys).length = xs.length + ys.length"
+
+
+def test_expected_statement_is_kept_out_of_the_diagnostics():
+    # The refinement loop feeds diagnostics back to the model: the task's statement goes to `expected`.
+    if not toolchains.probe("lean").available:
+        pytest.skip(f"lean toolchain unavailable here: {toolchains.probe('lean').reason}")
+    t = TASKS["lean-008"]
+    m = next(m for m in t.mutants if m.level == "semantic")
+    sem = pipeline.evaluate("lean", t, m.program)["semantic"]
+    assert sem["status"] == "fail"
+    stmt = "(xs ys : List Nat) : (xs ++ ys).length = xs.length + ys.length"
+    assert stmt not in sem["diagnostics"] and stmt in sem["expected"]
 
 
 # --- `#print axioms` and error output parsing (hand-written samples) ----------------------------------------

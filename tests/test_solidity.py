@@ -62,7 +62,10 @@ def test_interface_must_match_the_specification(tc):
     narrowed = t.gold.replace("function transfer(address to, uint256 amount)", "function transfer(address to, uint128 amount)")
     out = pipeline.evaluate("solidity", t, narrowed)
     assert out["syntax"]["status"] == "pass" and out["semantic"]["status"] == "fail"
-    assert "has no function transfer(address,uint256) (it has transfer(address,uint128))" in out["semantic"]["diagnostics"]
+    assert ("has no function transfer with the specified parameter types (it has transfer(address,uint128))"
+            in out["semantic"]["diagnostics"])
+    assert "transfer(address,uint256)" not in out["semantic"]["diagnostics"]
+    assert "SimpleToken has a function transfer(address,uint256)" in out["semantic"]["expected"]
     renamed = t.gold.replace("contract SimpleToken", "contract Token")
     out = pipeline.evaluate("solidity", t, renamed)
     assert "contract SimpleToken is not defined (the program defines: Token)" in out["semantic"]["diagnostics"]
@@ -86,7 +89,20 @@ def test_a_gold_that_contradicts_its_oracle_is_an_error_not_a_verdict(tc):
     out = pipeline.evaluate("solidity", broken, t.gold)
     assert out["semantic"]["status"] == "error"
     assert "the gold does not meet the oracle" in out["semantic"]["diagnostics"]
-    assert "returned [250], expected [251]" in out["semantic"]["diagnostics"]
+    assert "returned [250]" in out["semantic"]["diagnostics"] and "[251]" not in out["semantic"]["diagnostics"]
+    assert "expected [251]" in out["semantic"]["expected"]
+
+
+def test_expected_values_are_kept_out_of_the_diagnostics(tc):
+    # The refinement loop feeds diagnostics back to the model: the scenario's expected values go to `expected`.
+    t = task("solidity-005")
+    m = [m for m in t.mutants if m.level == "semantic"][0]          # divides before it multiplies
+    out = pipeline.evaluate("solidity", t, m.program)
+    sem = out["semantic"]
+    assert sem["status"] == "fail"
+    assert "returned [1001, 0]" in sem["diagnostics"]              # the candidate's own output stays
+    assert "976" not in sem["diagnostics"] and "expected" not in sem["diagnostics"]
+    assert "step 7 (call split from $0): expected [976, 25]" in sem["expected"]
 
 
 def test_verdicts_are_reproducible(tc):

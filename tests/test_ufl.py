@@ -170,13 +170,32 @@ def test_wrong_boundary_id_fails(outcomes):
     status, diag = _sem(out)
     assert status == "fail"
     assert diag.startswith("L: signature differs") and "ds(3)" in diag
+    # the gold's own measure is what the oracle knows: only in `expected`
+    assert "ds(2)" not in diag and "ds(2)" in out["semantic"]["expected"]
 
 
 def test_coefficients_in_swapped_roles_fail_despite_equal_signature(outcomes):
     status, diag = _sem(outcomes["swapped_roles"])
     assert status == "fail"
     assert "signature equal only with coefficients in other roles" in diag
-    assert "program order g, f, u_ext, alpha; task order f, g, u_ext, alpha" in diag
+    assert "program order g, f, u_ext, alpha)" in diag and "task order" not in diag
+    assert "L: the task's coefficient order is f, g, u_ext, alpha" in outcomes["swapped_roles"]["semantic"]["expected"]
+
+
+def test_expected_values_are_kept_out_of_the_diagnostics(tasks):
+    # The refinement loop feeds diagnostics back to the model: the gold's values go to `expected`.
+    t = tasks["ufl-003"]
+    m = next(m for m in t.mutants if m.level == "semantic")          # P1 instead of P2
+    sem = pipeline.evaluate("ufl", t, m.program)["semantic"]
+    assert sem["status"] == "fail"
+    assert sem["diagnostics"] == "m: the test function's space is P degree 1 on tetrahedron, not the task's"
+    assert "degree 2" not in sem["diagnostics"] and sem["expected"] == "m: the task's test space is P degree 2 on tetrahedron"
+    t = tasks["ufl-001"]
+    m = next(m for m in t.mutants if m.level == "semantic")
+    sem = pipeline.evaluate("ufl", t, m.program)["semantic"]
+    assert sem["status"] == "fail" and "(at sample point 0: 0.0620985)" in sem["diagnostics"]
+    assert "-0.00249508" not in sem["diagnostics"] and "expected" not in sem["diagnostics"]
+    assert sem["expected"] == "a: at sample point 0 over dx the task's integrand is -0.00249508"
 
 
 def test_unnamed_coefficient_fails_with_reason(outcomes):

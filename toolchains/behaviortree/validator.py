@@ -311,16 +311,17 @@ class Validator(Toolchain):
                 return self.verdict("fail", f"scenario '{name}': {got['crash']}", result, reason=got.get("fault", ""))
             if "runner_error" in got:
                 return self.verdict("error", f"scenario '{name}': runner: {_first_line(got['runner_error'])}", result)
-            diff = _trace_diff(got["trace"], want["trace"], got["final"], want["final"])
+            diff, expected = _trace_diff(got["trace"], want["trace"], got["final"], want["final"])
             if diff:
-                return self.verdict("fail", f"scenario '{name}': {diff}", result)
+                return self.verdict("fail", f"scenario '{name}': {diff}", result,
+                                    expected=f"scenario '{name}': {expected}")
             for key, value in want["blackboard"].items():
                 if got["blackboard"].get(key) != value:
-                    return self.verdict("fail", f"scenario '{name}': blackboard [{key}] = {got['blackboard'].get(key)!r}, "
-                                                f"expected {value!r}", result)
-        missing = self._required(cand["elements"], task)
+                    return self.verdict("fail", f"scenario '{name}': blackboard [{key}] = {got['blackboard'].get(key)!r}",
+                                        result, expected=f"scenario '{name}': expected blackboard [{key}] = {value!r}")
+        missing, expected = self._required(cand["elements"], task)
         if missing:
-            return self.verdict("fail", missing, result)
+            return self.verdict("fail", missing, result, expected=expected)
         n = len(task.oracle["scenarios"])
         return self.verdict("pass", f"ports match the palette; traces equal the gold's in {n} scenario(s)", result)
 
@@ -340,15 +341,19 @@ class Validator(Toolchain):
         return ""
 
     @staticmethod
-    def _required(elements: list, task) -> str:
-        """Structural requirements (decorator parameters the scenarios cannot observe)."""
+    def _required(elements: list, task) -> tuple[str, str]:
+        """Structural requirements (decorator parameters the scenarios cannot observe): (the first one
+        the tree misses, the requirement itself), the required attribute values kept out of the first."""
         for req in task.oracle.get("require") or []:
             want = {k: str(v) for k, v in (req.get("attributes") or {}).items()}
             if not any(el["id"] == req["node"] and all(el["attributes"].get(k, "").strip() == v for k, v in want.items())
                        for el in elements):
                 attrs = " ".join(f'{k}="{v}"' for k, v in want.items())
-                return f"the tree has no <{req['node']}{' ' + attrs if attrs else ''}> (required by the task)"
-        return ""
+                if not attrs:
+                    return f"the tree has no <{req['node']}> (required by the task)", ""
+                return (f"the tree has no <{req['node']}> with the attribute values the task requires",
+                        f"the task requires <{req['node']} {attrs}>")
+        return "", ""
 
 
 CUT = ("RUNNING", "LIMIT")   # finals of runs stopped by the tick limit or the leaf-tick budget
@@ -368,24 +373,26 @@ def _events(trace: list) -> list[tuple[int, str]]:
     return out
 
 
-def _trace_diff(got_trace: list, want_trace: list, got_final: str, want_final: str) -> str:
-    """The first difference between two runs, or ''. Tick boundaries are not compared (a
-    SequenceWithMemory yields after each asynchronous child, a Sequence does not), only the order of
-    leaf executions, their inputs and results, halts and the final status. Two runs that both never
-    end are compared on their common prefix."""
+def _trace_diff(got_trace: list, want_trace: list, got_final: str, want_final: str) -> tuple[str, str]:
+    """(the first difference between two runs in terms of the candidate's run, what the gold's run did
+    there), or ('', ''). Tick boundaries are not compared (a SequenceWithMemory yields after each
+    asynchronous child, a Sequence does not), only the order of leaf executions, their inputs and
+    results, halts and the final status. Two runs that both never end are compared on their common prefix."""
     got, want = _events(got_trace), _events(want_trace)
-    for (gt, g), (_, w) in zip(got, want):
+    for i, ((gt, g), (_, w)) in enumerate(zip(got, want)):
         if g != w:
-            return f"tick {gt}: got '{g}', expected '{w}'"
+            return f"tick {gt}: got '{g}' (event {i + 1})", f"event {i + 1}: expected '{w}'"
     if got_final in CUT and want_final in CUT:
-        return ""
+        return "", ""
     if len(got) > len(want):
-        return f"tick {got[len(want)][0]}: got '{got[len(want)][1]}', expected the tree to end with {want_final}"
+        return (f"tick {got[len(want)][0]}: got '{got[len(want)][1]}' (event {len(want) + 1}), after which the "
+                f"tree should have ended", f"the tree ends with {_final(want_final)} after {len(want)} events")
     if len(got) < len(want):
-        return f"the tree ended with {_final(got_final)}, expected '{want[len(got)][1]}' next"
+        return (f"the tree ended with {_final(got_final)} after {len(got)} events, too early",
+                f"event {len(got) + 1}: expected '{want[len(got)][1]}' next")
     if got_final != want_final:
-        return f"the tree ended with {_final(got_final)}, expected {_final(want_final)}"
-    return ""
+        return f"the tree ended with {_final(got_final)}", f"the tree ends with {_final(want_final)}"
+    return "", ""
 
 
 def _final(final: str) -> str:

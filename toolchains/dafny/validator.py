@@ -121,6 +121,15 @@ def first_error(output: str) -> str:
     return ""
 
 
+def hidden_test_line(error: str, test: str) -> str:
+    """The line of the task's hidden test an error points at (what the oracle asserts there), or ''."""
+    m = re.match(rf"^{re.escape(TEST_FILE)}\((\d+),\d+\)", error)
+    lines = test.splitlines()
+    if not m or not 1 <= int(m.group(1)) <= len(lines):
+        return ""
+    return f"the hidden test, line {m.group(1)}: {lines[int(m.group(1)) - 1].strip()}"
+
+
 def _version_of(exe: str) -> str:
     for args in (["--version"], ["/version"]):
         try:
@@ -291,13 +300,15 @@ class Validator(Toolchain):
         out = result.stdout + "\n" + result.stderr
         if result.returncode != 0:
             why = first_error(out) or f"dafny exit {result.returncode}"
+            expected = hidden_test_line(why, task.oracle["test"])   # the test is hidden: its text is the oracle's
             if TEST_FILE in why:
                 why = "test method: " + why
-            return self.verdict("fail", why, result, duration)
+            return self.verdict("fail", why, result, duration, expected=expected)
         m = re.search(r"finished with (\d+) verified, (\d+) errors?", out)
         if not m or m.group(2) != "0" or int(m.group(1)) == 0:
-            return self.verdict("fail", first_error(out) or "the verifier reported no verified declarations",
-                                result, duration)
+            why = first_error(out)
+            return self.verdict("fail", why or "the verifier reported no verified declarations",
+                                result, duration, expected=hidden_test_line(why, task.oracle["test"]))
         return self.verdict("pass", f"verifies with the task's specification and test ({m.group(1)} verified)",
                             result, duration)
 

@@ -314,6 +314,7 @@ def step_label(oracle: dict, s: int, i: int) -> str:
 ERROR_LINE = re.compile(r"^(SCRIPT ERROR|ERROR): (.*)$")
 SCRIPT_ERROR_LINE = re.compile(r"^(SCRIPT ERROR): (.*)$")
 AT_LINE = re.compile(r"^\s+At: (.*?)\.?$")
+WRONG_BASE = re.compile(r"^the script extends (\S+), not (\S+)$")   # harness.gd's FATAL for a wrong base class
 
 
 def parse_output(text: str, tag: str) -> dict:
@@ -476,6 +477,10 @@ class Validator(Toolchain):
         result.duration_s += gold_run.duration_s
         cand = parsed["scripts"].get(name, {"results": {}, "errors": [], "fatal": None, "last": None})
         if cand["fatal"]:
+            wrong_base = WRONG_BASE.match(cand["fatal"])
+            if wrong_base:   # the harness names the required base: that is the oracle's
+                return self.verdict("fail", f"the script extends {wrong_base.group(1)}, not the required base class",
+                                    result, expected=f"the script extends {o['base']}")
             return self.verdict("fail", cand["fatal"][:300], result)
         errors = {}
         for s, i, message in cand["errors"]:
@@ -506,7 +511,8 @@ class Validator(Toolchain):
                     continue
                 want = tagged(step["expect"]) if "expect" in step else gold["results"][(s, i)]
                 if not same(got, want):
-                    return self.verdict("fail", f"{label}: got {show(got)}, expected {show(want)}"[:400], result)
+                    return self.verdict("fail", f"{label}: got {show(got)}"[:400], result,
+                                        expected=f"{label}: expected {show(want)}"[:400])
                 compared += 1
         if not parsed["done"]:
             return self.verdict("fail", f"Godot did not finish the harness (exit {result.returncode})", result)

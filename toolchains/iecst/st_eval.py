@@ -813,31 +813,35 @@ def _elem_type(ev, arr_expr, frame):
 
 # --- interface and property checks -------------------------------------------------------------------
 
-def interface_problems(pous: list[dict], oracle: dict) -> list[str]:
-    """The POU the task names, with its kind, inputs, outputs and return type."""
+def interface_problems(pous: list[dict], oracle: dict) -> list[tuple[str, str]]:
+    """The POU the task names, with its kind, inputs, outputs and return type: (problem, what the oracle
+    requires there or '') pairs, the requirement kept apart from the problem."""
     want = oracle["name"].upper()
     by_name = {p["name"]: p for p in pous}
     pou = by_name.get(want)
     if pou is None:
         found = ", ".join(f"{p['kind']} {p['name']}" for p in pous) or "none"
-        return [f"no POU named {oracle['name']} (found: {found})"]
+        return [(f"no POU named {oracle['name']} (found: {found})", "")]
     out = []
     if pou["kind"] != oracle["pou"]:
-        out.append(f"{oracle['name']} is a {pou['kind']}, expected {oracle['pou']}")
+        out.append((f"{oracle['name']} is a {pou['kind']}, not the required POU kind",
+                    f"{oracle['name']} is a {oracle['pou']}"))
     sections = {"INPUT": oracle.get("inputs", {}), "OUTPUT": oracle.get("outputs", {})}
     for section, wanted in sections.items():
         have = {v["name"]: v["type"] for v in pou["vars"] if v["section"] == section}
         for name, t in wanted.items():
             if name.upper() not in have:
-                out.append(f"VAR_{section} {name} is missing")
+                out.append((f"VAR_{section} {name} is missing", ""))
             elif type_text(have[name.upper()]) != _norm_type(t):
-                out.append(f"VAR_{section} {name} is {type_text(have[name.upper()])}, expected {_norm_type(t)}")
+                out.append((f"VAR_{section} {name} is {type_text(have[name.upper()])}, not the required type",
+                            f"VAR_{section} {name} is {_norm_type(t)}"))
         extra = sorted(set(have) - {n.upper() for n in wanted})
         if extra:
-            out.append(f"unexpected VAR_{section} {', '.join(extra)}")
+            out.append((f"unexpected VAR_{section} {', '.join(extra)}", ""))
     if oracle["pou"] == "FUNCTION" and oracle.get("returns"):
         if type_text(pou.get("returns")) != _norm_type(oracle["returns"]):
-            out.append(f"{oracle['name']} returns {type_text(pou.get('returns'))}, expected {oracle['returns']}")
+            out.append((f"{oracle['name']} returns {type_text(pou.get('returns'))}, not the required type",
+                        f"{oracle['name']} returns {oracle['returns']}"))
     return out
 
 
@@ -862,10 +866,13 @@ def _show(v):
 
 
 def run_sequences(pous: list[dict], oracle: dict, step_budget: int = 200_000) -> dict:
-    """Execute the named POU over the oracle's sequences; first mismatch wins."""
+    """Execute the named POU over the oracle's sequences; first mismatch wins. `reason` says what the
+    program did, `expected` what the oracle wanted (kept apart: not shown to the model by default)."""
     problems = interface_problems(pous, oracle)
     if problems:
-        return {"ok": False, "reason": "interface: " + "; ".join(problems[:3])}
+        wanted = [e for _, e in problems[:3] if e]
+        return {"ok": False, "reason": "interface: " + "; ".join(p for p, _ in problems[:3]),
+                "expected": "interface: " + "; ".join(wanted) if wanted else ""}
     name = oracle["name"].upper()
     cycle = int(oracle.get("cycle_ms", 0))
     tol = float(oracle.get("tolerance", 1e-6))
@@ -907,8 +914,8 @@ def run_sequences(pous: list[dict], oracle: dict, step_budget: int = 200_000) ->
                 want_v = _to_st(want, inst.types.get(key) or (pou.get("returns") if key == "RETURN" else None))
                 if not _same(got, want_v, tol):
                     what = "return value" if key == "RETURN" else n
-                    return {"ok": False, "reason": f"{label}, scan {k + 1}: {what} = {_show(got)}, "
-                                                   f"expected {_show(want_v)}"}
+                    return {"ok": False, "reason": f"{label}, scan {k + 1}: {what} = {_show(got)}",
+                            "expected": f"{label}, scan {k + 1}: expected {what} = {_show(want_v)}"}
                 checked += 1
     return {"ok": True, "reason": f"{checked} output checks over {len(oracle['sequences'])} sequence(s) hold"}
 

@@ -214,7 +214,7 @@ class Validator(Toolchain):
             return self.verdict("unavailable" if unsupported else "error", report["reason"][:300], result, duration,
                                 reason=report.get("fault", ""))
         return self.verdict("pass" if report["ok"] else "fail", report["reason"][:300], result, duration,
-                            reason=report.get("fault", ""))
+                            reason=report.get("fault", ""), expected=report.get("expected", "")[:300])
 
     # --- upstream: Agents4PLC JSONL ---------------------------------------------------------------------
     def import_upstream(self, source: Path) -> list[dict]:

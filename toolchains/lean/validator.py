@@ -119,8 +119,8 @@ class Validator(Toolchain):
         if got is None:
             return self.verdict("fail", f"theorem {name} is not declared at top level", duration_s=0.0)
         if got != lc.normalize(stmt):
-            return self.verdict("fail", f"theorem {name} has the statement {got[:150]!r}, "
-                                        f"expected {lc.normalize(stmt)[:150]!r}", duration_s=0.0)
+            return self.verdict("fail", f"theorem {name} has the statement {got[:150]!r}, not the one the task states",
+                                duration_s=0.0, expected=f"theorem {name} {lc.normalize(stmt)[:300]}")
         (work / "Check.lean").write_text(program.rstrip("\n") + f"\n\n#print axioms {name}\n", encoding="utf-8")
         result = self._lean(work, "Check.lean", task)
         out = result.stdout + "\n" + result.stderr

@@ -31,7 +31,12 @@ UNITS = {"wei": 1, "gwei": 10**9, "ether": 10**18}
 
 
 class Mismatch(Exception):
-    """The program does not behave as the scenario expects."""
+    """The program does not behave as the scenario expects. The message says what the program did;
+    `expected` says what the scenario wanted (kept apart: it is not shown to the model by default)."""
+
+    def __init__(self, message: str, expected: str = ""):
+        super().__init__(message)
+        self.expected = expected
 
 
 class OracleError(Exception):
@@ -270,10 +275,13 @@ class Player:
         found = [e for e in entries(dep.abi, "function") if signature(e) == sig]
         if not found:
             same = sorted(signature(e) for e in entries(dep.abi, "function") if e["name"] == ref["name"])
-            raise Mismatch(f"{dep.name} has no function {sig}" + (f" (it has {', '.join(same)})" if same else ""))
+            if same:
+                raise Mismatch(f"{dep.name} has no function {ref['name']} with the specified parameter types "
+                               f"(it has {', '.join(same)})", f"{dep.name} has a function {sig}")
+            raise Mismatch(f"{dep.name} has no function {ref['name']}", f"{dep.name} has a function {sig}")
         fn = found[0]
         if out_types(fn) != out_types(ref):
-            raise Mismatch(f"{sig} returns {out_types(fn)}, the specification says {out_types(ref)}")
+            raise Mismatch(f"{sig} returns {out_types(fn)}, not the specified types", f"{sig} returns {out_types(ref)}")
         return ref, fn
 
     def target(self, step) -> Deployment:
@@ -327,30 +335,30 @@ class Player:
 
     def check_revert(self, want, computation, what: str):
         if computation.is_success:
-            raise Mismatch(f"{what}: expected a revert ({self.describe_want(want)}), but it succeeded")
+            raise Mismatch(f"{what}: succeeded", f"{what}: a revert ({self.describe_want(want)})")
         got = self.failure(computation)
         if want is True:
             return
         if "reason" in want:
             if got["kind"] != "reason" or got["reason"] != want["reason"]:
-                raise Mismatch(f"{what}: expected revert reason {json.dumps(want['reason'])}, {got['text']}")
+                raise Mismatch(f"{what}: {got['text']}", f"{what}: revert reason {json.dumps(want['reason'])}")
         elif "panic" in want:
             if got["kind"] != "panic" or got["code"] != want["panic"]:
-                raise Mismatch(f"{what}: expected Panic(0x{want['panic']:02x}), {got['text']}")
+                raise Mismatch(f"{what}: {got['text']}", f"{what}: revert with Panic(0x{want['panic']:02x})")
         elif "error" in want:
             ref = self.error_entry(want["error"])
             if got["kind"] != "error" or got["entry"]["name"] != want["error"]:
-                raise Mismatch(f"{what}: expected custom error {signature(ref)}, {got['text']}")
+                raise Mismatch(f"{what}: {got['text']}", f"{what}: revert with custom error {signature(ref)}")
             if signature(got["entry"]) != signature(ref):
-                raise Mismatch(f"{what}: error declared as {signature(got['entry'])}, the specification says "
-                               f"{signature(ref)}")
+                raise Mismatch(f"{what}: error declared as {signature(got['entry'])}, not as specified",
+                               f"{what}: error declared as {signature(ref)}")
             if "args" in want:
                 if len(want["args"]) != len(ref["inputs"]):
                     raise OracleError(f"error {want['error']} takes {len(ref['inputs'])} arguments")
                 exp = [self.values.expect(p, v) for p, v in zip(ref["inputs"], want["args"])]
                 if exp != got["values"]:
-                    raise Mismatch(f"{what}: expected {self.values.show_call(want['error'], ref['inputs'], exp)}, "
-                                   f"{got['text']}")
+                    raise Mismatch(f"{what}: {got['text']}",
+                                   f"{what}: revert with {self.values.show_call(want['error'], ref['inputs'], exp)}")
 
     @staticmethod
     def describe_want(want) -> str:
@@ -377,8 +385,8 @@ class Player:
             raise Mismatch(f"{what}: return data does not decode as {out_types(ref)} ({type(e).__name__})")
         exp = [self.values.expect(p, v) for p, v in zip(params, want)]
         if got != exp:
-            raise Mismatch(f"{what}: returned {self.values.show_list(params, got)}, expected "
-                           f"{self.values.show_list(params, exp)}")
+            raise Mismatch(f"{what}: returned {self.values.show_list(params, got)}",
+                           f"{what}: expected {self.values.show_list(params, exp)}")
 
     def decode_log(self, log):
         dep = self.by_address.get(log.address)
@@ -423,7 +431,8 @@ class Player:
             got.append((dep, entry, vals))
         names = [e["name"] if e else "<unknown event>" for _, e, _ in got]
         if len(got) != len(want) or any(n != w[0] for n, w in zip(names, want)):
-            raise Mismatch(f"{what}: emitted [{', '.join(names)}], expected [{', '.join(w[0] for w in want)}]")
+            raise Mismatch(f"{what}: emitted [{', '.join(names)}]",
+                           f"{what}: expected events [{', '.join(w[0] for w in want)}]")
         for i, ((dep, entry, vals), w) in enumerate(zip(got, want)):
             ref = self.event_ref(dep, w[0])
             flags = [bool(p.get("indexed")) for p in entry["inputs"]]
@@ -432,7 +441,8 @@ class Player:
                 def decl(e):
                     return e["name"] + "(" + ",".join(abi_type(p) + (" indexed" if p.get("indexed") else "")
                                                       for p in e["inputs"]) + ")"
-                raise Mismatch(f"{what}: event declared as {decl(entry)}, the specification says {decl(ref)}")
+                raise Mismatch(f"{what}: event declared as {decl(entry)}, not as specified",
+                               f"{what}: event declared as {decl(ref)}")
             if vals is None:
                 raise Mismatch(f"{what}: event {w[0]} data does not decode")
             args = w[1:]
@@ -448,14 +458,15 @@ class Player:
                     else:
                         raise OracleError(f"{what}: indexed {p['type']} event arguments cannot be compared")
                     if v[1] != expected_hash:
-                        raise Mismatch(f"{what}: event {i} ({w[0]}) argument {j}: hash of {a!r} expected")
+                        raise Mismatch(f"{what}: event {i} ({w[0]}) argument {j}: the logged hash differs",
+                                       f"{what}: event {i} ({w[0]}) argument {j}: expected the hash of {a!r}")
                     continue
                 exp = self.values.expect(p, a)
                 if v != exp:
                     shown = [self.values.show(q, x) if not isinstance(x, tuple) else "<hash>"
                              for q, x in zip(ref["inputs"], vals)]
-                    raise Mismatch(f"{what}: event {w[0]}({', '.join(shown)}), expected argument {j} "
-                                   f"= {self.values.show(p, exp)}")
+                    raise Mismatch(f"{what}: event {w[0]}({', '.join(shown)}), argument {j} differs",
+                                   f"{what}: expected event {w[0]} argument {j} = {self.values.show(p, exp)}")
 
     # -- steps
     def encode_call(self, ref, fn, args, what):
@@ -480,8 +491,8 @@ class Player:
         ctor = (entries(art["abi"], "constructor") or [{"inputs": []}])[0]
         types = [abi_type(p) for p in ref_ctor["inputs"]]
         if [abi_type(p) for p in ctor["inputs"]] != types:
-            raise Mismatch(f"{what}: constructor takes ({','.join(abi_type(p) for p in ctor['inputs'])}), the "
-                           f"specification says ({','.join(types)})")
+            raise Mismatch(f"{what}: constructor takes ({','.join(abi_type(p) for p in ctor['inputs'])}), not the "
+                           f"specified types", f"{what}: constructor takes ({','.join(types)})")
         args = step["deploy"]
         if len(args) != len(types):
             raise OracleError(f"{what}: the constructor takes {len(types)} arguments, got {len(args)}")
@@ -528,8 +539,8 @@ class Player:
         if "returns" in step:  # the raw return data
             want = self.values.to_abi({"type": "bytes"}, step["returns"])
             if comp.output != want:
-                raise Mismatch(f"{what}: returned data 0x{short(comp.output.hex(), 80)}, expected "
-                               f"0x{short(want.hex(), 80)}")
+                raise Mismatch(f"{what}: returned data 0x{short(comp.output.hex(), 80)}",
+                               f"{what}: expected data 0x{short(want.hex(), 80)}")
         if "events" in step:
             self.check_events(receipt, step["events"], what)
 
@@ -541,7 +552,7 @@ class Player:
         want = self.values.integer(step["equals"])
         if have != want:
             label = "balance change (gas fees excluded)" if kind == "balance_change" else "balance"
-            raise Mismatch(f"{what}: {label} of {step[kind]} is {have} wei, expected {want}")
+            raise Mismatch(f"{what}: {label} of {step[kind]} is {have} wei", f"{what}: expected {want} wei")
 
     def play(self, scenario) -> dict:
         for i, step in enumerate(scenario["steps"], 1):
@@ -564,7 +575,8 @@ class Player:
                 elif kind == "wait":
                     self.chain.ts += int(step["wait"])
             except Mismatch as e:
-                return {"name": scenario["name"], "ok": False, "steps": i, "mismatch": short(str(e), 400)}
+                return {"name": scenario["name"], "ok": False, "steps": i, "mismatch": short(str(e), 400),
+                        "expected": short(e.expected, 400)}
             except OracleError as e:
                 return {"name": scenario["name"], "ok": False, "steps": i, "oracle_error": short(f"{what}: {e}", 400)}
             except RecursionError:
@@ -576,26 +588,29 @@ class Player:
         return {"name": scenario["name"], "ok": True, "steps": len(scenario["steps"])}
 
 
-def check_declares(spec: dict, program: dict):
+def check_declares(spec: dict, program: dict) -> tuple[str | None, str]:
+    """(the first structure problem or None, what the specification wants there)."""
     declared = {d["name"]: d for d in program.get("declared", [])}
     for name, want in (spec.get("declares") or {}).items():
         d = declared.get(name)
         if d is None:
-            return f"{name} is not declared"
+            return f"{name} is not declared", f"{name} is declared"
         if "kind" in want and d["kind"] != want["kind"]:
-            return f"{name} is declared as a {d['kind']}, the specification says {want['kind']}"
+            return f"{name} is declared as a {d['kind']}, not the specified kind", f"{name} is a {want['kind']}"
         if "abstract" in want and d["abstract"] != want["abstract"]:
-            return f"{name} must {'' if want['abstract'] else 'not '}be abstract"
+            return (f"{name} is {'' if d['abstract'] else 'not '}abstract, unlike the specification",
+                    f"{name} must {'' if want['abstract'] else 'not '}be abstract")
         missing = [b for b in want.get("inherits", []) if b not in d["inherits"]]
         if missing:
-            return f"{name} does not inherit from {', '.join(missing)}"
-    return None
+            return (f"{name} does not inherit from every required base (it inherits from: "
+                    f"{', '.join(d['inherits']) or 'nothing'})", f"{name} inherits from {', '.join(missing)}")
+    return None, ""
 
 
 def run_program(spec: dict, program: dict) -> dict:
-    problem = check_declares(spec, program)
+    problem, expected = check_declares(spec, program)
     if problem:
-        return {"declares": problem, "scenarios": []}
+        return {"declares": problem, "declares_expected": expected, "scenarios": []}
     results = []
     for scenario in spec["scenarios"]:
         results.append(Player(spec, program).play(scenario))

@@ -346,21 +346,23 @@ class Validator(Toolchain):
         gold = rep["gold"]
         if gold["declares"]:
             return self.verdict("error", f"the gold does not meet the oracle: {gold['declares']}", result, duration,
-                                reason="gold_broken")
+                                reason="gold_broken", expected=gold.get("declares_expected", ""))
         for s in gold["scenarios"]:
             if not s["ok"]:
                 why = s.get("oracle_error") or s.get("mismatch")
                 return self.verdict("error", f"the gold does not meet the oracle: scenario '{s['name']}': {why}",
-                                    result, duration, reason="gold_broken")
+                                    result, duration, reason="gold_broken", expected=s.get("expected", ""))
         cand = rep["candidate"]
         if cand["declares"]:
-            return self.verdict("fail", f"structure: {cand['declares']}", result, duration)
+            return self.verdict("fail", f"structure: {cand['declares']}", result, duration,
+                                expected=f"structure: {cand.get('declares_expected', '')}")
         failed = [s for s in cand["scenarios"] if not s["ok"]]
         if failed:
             s = failed[0]
             why = s.get("mismatch") or f"oracle error: {s.get('oracle_error')}"
             more = f" [{len(failed)}/{len(cand['scenarios'])} scenarios fail]"
-            return self.verdict("fail", f"scenario '{s['name']}': {why}{more}", result, duration)
+            expected = f"scenario '{s['name']}': {s['expected']}" if s.get("expected") else ""
+            return self.verdict("fail", f"scenario '{s['name']}': {why}{more}", result, duration, expected=expected)
         steps = sum(s["steps"] for s in cand["scenarios"])
         return self.verdict("pass", f"{len(cand['scenarios'])} scenarios ({steps} steps) behave as specified",
                             result, duration)

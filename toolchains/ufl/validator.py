@@ -200,45 +200,54 @@ class Validator(Toolchain):
         rtol = float(task.oracle.get("rtol", DEFAULT_RTOL))
         notes = []
         for name in forms:
-            status, note = self._compare(name, gold["forms"][name], cand["forms"][name], rtol)
+            status, note, expected = self._compare(name, gold["forms"][name], cand["forms"][name], rtol)
             if status != "pass":
-                return self.verdict(status, note, result, duration_s=spent)
+                return self.verdict(status, note, result, duration_s=spent, expected=expected)
             notes.append(note)
         return self.verdict("pass", "; ".join(notes), result, duration_s=spent)
 
     # --- comparison -------------------------------------------------------------------------------
-    def _compare(self, name: str, gold: dict, cand: dict, rtol: float) -> tuple[str, str]:
+    def _compare(self, name: str, gold: dict, cand: dict, rtol: float) -> tuple[str, str, str]:
+        """(status, what the program's form does, what the gold's form has there): the gold's facts are
+        kept out of the message (they go to the verdict's `expected`)."""
         if cand["signature"] == gold["signature"]:
             if cand["signature_names"] == gold["signature_names"]:
-                return "pass", f"{name}: preprocessed form signature equal"
+                return "pass", f"{name}: preprocessed form signature equal", ""
             # Same structure, but the signature numbers other coefficients in each place.
             differs = (f"signature equal only with coefficients in other roles (program order "
-                       f"{', '.join(cand['signature_names'])}; task order {', '.join(gold['signature_names'])})")
+                       f"{', '.join(cand['signature_names'])})")
+            roles = f"{name}: the task's coefficient order is {', '.join(gold['signature_names'])}"
         else:
-            differs = "signature differs"
+            differs, roles = "signature differs", ""
+
+        def told(*parts):
+            return "; ".join(p for p in (roles, *parts) if p)
         role = {"0": "test", "1": "trial"}
         for num, want in gold["arguments"].items():
             got = cand["arguments"].get(num)
             if got != want:
-                return "fail", f"{name}: the {role[num]} function's space is {got}; the task's is {want}"
+                return ("fail", f"{name}: the {role[num]} function's space is {got}, not the task's",
+                        told(f"{name}: the task's {role[num]} space is {want}"))
         if cand["meshes"] != gold["meshes"]:
-            return "fail", f"{name}: defined on {'; '.join(cand['meshes'])}; the task's form is on {'; '.join(gold['meshes'])}"
+            return ("fail", f"{name}: defined on {'; '.join(cand['meshes'])}, not the task's mesh",
+                    told(f"{name}: the task's form is on {'; '.join(gold['meshes'])}"))
         for sym, want in gold["symbols"].items():
             got = cand["symbols"].get(sym)
             if got is not None and got != want:
-                return "fail", f"{name}: '{sym}' is {got}; the task's '{sym}' is {want}"
+                return ("fail", f"{name}: '{sym}' is {got}, not the task's '{sym}'",
+                        told(f"{name}: the task's '{sym}' is {want}"))
         if "numeric_error" in gold:
-            return "error", f"{name}: numeric check impossible on the gold: {gold['numeric_error']['message']}"
+            return "error", f"{name}: numeric check impossible on the gold: {gold['numeric_error']['message']}", ""
         if "numeric_error" in cand:
             err = cand["numeric_error"]
             status = "fail" if err["kind"] == "unnamed" else "error"
-            return status, f"{name}: {differs} and the numeric check cannot judge it: {err['message']}"
+            return status, f"{name}: {differs} and the numeric check cannot judge it: {err['message']}", told()
         g, c = gold["numeric"], cand["numeric"]
         scale = max([1.0] + [abs(v) for vals in g.values() for v in vals if math.isfinite(v)])
         close = lambda a, b: math.isfinite(a) and abs(a - b) <= rtol * (abs(b) + scale)  # noqa: E731
         for key, vals in g.items():
             if not all(math.isfinite(v) for v in vals):
-                return "error", f"{name}: the gold integrand over {key} is not finite at the sample points"
+                return "error", f"{name}: the gold integrand over {key} is not finite at the sample points", ""
         # integrals over measures that only one side has (wrong subdomain id, ds instead of dS, ...)
         extra = [k for k in sorted(set(c) - set(g)) if not all(close(v, 0.0) for v in c[k])]
         missing = [k for k in sorted(set(g) - set(c)) if not all(close(0.0, v) for v in g[k])]
@@ -247,14 +256,16 @@ class Validator(Toolchain):
             if extra:
                 parts.append(f"the program integrates over {', '.join(extra)}, where the task's form has no integral")
             if missing:
-                parts.append(f"the program has no integral over {', '.join(missing)}, which the task's form has")
-            return "fail", f"{name}: {differs} and " + "; ".join(parts)
+                parts.append("the task's form has an integral the program lacks")
+            gold_has = f"{name}: the task's form also integrates over {', '.join(missing)}" if missing else ""
+            return "fail", f"{name}: {differs} and " + "; ".join(parts), told(gold_has)
         npts = 0
         for key in sorted(set(g) & set(c)):
             for i, (a, b) in enumerate(zip(c[key], g[key])):
                 if not close(a, b):
                     return "fail", (f"{name}: {differs} and the integrand over {key} differs from the task's "
-                                    f"(at sample point {i}: {_fmt(a)}, expected {_fmt(b)})")
+                                    f"(at sample point {i}: {_fmt(a)})"), \
+                        told(f"{name}: at sample point {i} over {key} the task's integrand is {_fmt(b)}")
             npts += len(g[key])
         return "pass", (f"{name}: {differs}, integrands equal at {npts} sample points over "
-                        f"{len(g)} integral group(s) (numeric check)")
+                        f"{len(g)} integral group(s) (numeric check)"), ""
