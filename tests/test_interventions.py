@@ -110,7 +110,7 @@ def test_refinement_stops_at_first_full_pass_or_after_k_rounds(tmp_path, monkeyp
               hopeless.id: [bad(hopeless)] * 10}                                # never passes
     calls = []
 
-    def scripted_model(model_name, messages, params, sample, cache_dir, timeout=None, fences=()):
+    def scripted_model(model_name, messages, params, sample, cache_dir, timeout=None, fences=(), endpoint=None):
         tid = next(t.id for t in tasks if t.instruction.strip() in messages[1]["content"])
         calls.append((tid, len(messages)))
         text = script[tid].pop(0)
@@ -131,6 +131,7 @@ def test_refinement_stops_at_first_full_pass_or_after_k_rounds(tmp_path, monkeyp
     # each repair prompt carries the previous answer and the validator's diagnostics
     gens = [g for g in RunStore(run).records("generations") if g["method"] == "baseline-refinement" and g.get("round")]
     assert all(g["messages"][-2]["role"] == "assistant" and "validator rejected" in g["messages"][-1]["content"] for g in gens)
+    assert {(g["feedback_mode"], g["prompt_version"]) for g in gens} == {("diagnostics", "refine-v2-diagnostics")}
     # resumable: a rerun makes no call and writes nothing new
     n = len(calls)
     I.run_refinement(run, "baseline-refinement", ["ufl"], rounds=3, **common)
@@ -296,3 +297,30 @@ def test_refinement_stops_where_the_model_has_nothing_to_repair():
     assert I.is_final(v("pass", "error"), 3) and I.is_final(v("pass", "unavailable"), 3)
     assert I.is_final(v("error", "error"), 3) and I.is_final(v("unavailable", "unavailable"), 3)
     assert I.is_final(v("pass", "fail", rnd=3), 3)
+
+
+def test_the_two_feedback_modes_record_distinct_repair_prompts(tmp_path, monkeypatch):
+    """tests-refinement shows the oracle's expected values, baseline-refinement does not (real jq judge)."""
+    task = load_tasks(["jq"], limit=1)["jq"][0]
+    wrong = next(m.program for m in task.mutants if m.level == "semantic")
+
+    def scripted_model(model_name, messages, params, sample, cache_dir, timeout=None, fences=(), endpoint=None):
+        text = wrong if len(messages) == 2 else task.gold      # the baseline is wrong, every repair right
+        return {"text": f"```jq\n{text}\n```", "status": "ok", "error": "", "cached": False, "usage": {},
+                "duration_s": 0.0, "attempts": 1, "model": "fake/scripted", "params": params}
+    monkeypatch.setattr(pipeline, "_generate_job", scripted_model)
+    run = tmp_path / "run"
+    common = dict(models=["smollm2-135m"], limit=1, executor="thread", workers=1, progress=False)
+    pipeline.run_generation(run, ["jq"], method="baseline", **common)
+    pipeline.run_validation(run, ["jq"], progress=False)
+    for method in ("baseline-refinement", "tests-refinement"):
+        I.run_refinement(run, method, ["jq"], rounds=2, **common)
+    base = next(v for v in RunStore(run).records("verdicts") if v["method"] == "baseline")
+    expected = base["semantic"]["expected"]
+    assert base["semantic"]["status"] == "fail" and expected
+    repairs = {g["method"]: g for g in RunStore(run).records("generations") if g.get("round") == 1}
+    plain, tests = (repairs[m]["messages"][-1]["content"] for m in ("baseline-refinement", "tests-refinement"))
+    assert expected not in plain and expected in tests and plain != tests
+    assert repairs["tests-refinement"]["prompt_version"] == "refine-v2-tests"
+    finals = I.final_verdicts(I.with_rounds(RunStore(run).verdict_table()))
+    assert set(finals[finals.method.str.endswith("refinement")]["semantic_status"]) == {"pass"}

@@ -215,6 +215,8 @@ def task_page(r: dict, task, root: str) -> str:
                    f"{html.escape(str(r['syntax_diagnostics'] or ''))}"),
         ("semantic", f"{_verdict_cell(r['semantic_status'])} <code>{html.escape(str(r.get('semantic_reason') or ''))}</code> "
                      f"{html.escape(str(r['semantic_diagnostics'] or ''))}"),
+        ("oracle expected (shown to the model only in tests-mode feedback)",
+         html.escape(str(r.get("semantic_expected") or r.get("syntax_expected") or ""))),
         ("judge", f"{html.escape(str(r.get('validator') or ''))}"
                   f"{'' if r.get('judge_exact') in (None, True) else ' (inexact stand-in judge)'}"),
         ("sandbox", html.escape(str(r.get("sandbox") or ""))),

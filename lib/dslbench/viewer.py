@@ -34,6 +34,8 @@ def record_html(row: dict, task, rounds: pd.DataFrame | None = None) -> str:
              + (f" — round {row['round']}" if row.get("round") else "") + "</h3>",
              f"<p><b>syntax</b>: {html.escape(str(row['syntax_status']))} — {html.escape(str(row['syntax_diagnostics'] or ''))}<br>"
              f"<b>semantic</b>: {html.escape(str(row['semantic_status']))} — {html.escape(str(row['semantic_diagnostics'] or ''))}<br>"
+             + (f"<b>oracle expected</b> (in feedback only in tests mode): {html.escape(str(row['semantic_expected']))}<br>"
+                if row.get("semantic_expected") else "") +
              f"<b>toolchain</b>: {html.escape(str(row['toolchain']))} {html.escape(str(row['toolchain_version']))}</p>"]
     if rounds is not None and len(rounds) > 1:
         parts.append("<b>All records of this task and model</b>" + rounds.to_html(index=False))
