@@ -172,3 +172,11 @@ def test_viewer_shows_a_record_with_diff(built):
     assert set(v.current["dsl"]) == {"verilog"}
     v.next.click()
     assert v.position.value == min(1, v.position.max)
+    # the reviewer's audit from the viewer: one appended mark on the shown record
+    from dslbench import audit
+    before = len(audit.marks(run))
+    v.comment.value = "the trace differs only in a don't-care bit"
+    v.disagree.click()
+    m = audit.marks(run)
+    assert len(m) == before + 1 and m.iloc[-1]["comment"].startswith("the trace") and not m.iloc[-1]["agree"]
+    assert m.iloc[-1]["task_id"] == v.current.iloc[v.position.value]["task_id"] and "marked" in v.audit_status.value

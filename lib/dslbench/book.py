@@ -140,6 +140,38 @@ def judged_md(table: pd.DataFrame) -> list[str]:
     return lines + [""]
 
 
+def audit_md(run_dir: Path) -> str:
+    """The reviewers' agreement with the judges, per DSL, from <run>/audit.jsonl."""
+    from . import audit
+    lines = ["# Judge audit", "",
+             "How often a reviewer who read the task, the program and the logs agreed with the verdict (the "
+             "paper's manual check of 20 outputs per DSL). `dslbench audit sample --per-dsl 20` draws the "
+             "sample reproducibly, `dslbench audit mark` (or the viewer's agree / disagree buttons) appends "
+             "one mark to `audit.jsonl` beside the run; the last mark of a reviewer on a verdict counts. "
+             "Intervals are 95 % Wilson score intervals.", ""]
+    marks = audit.marks(run_dir) if run_dir.exists() else pd.DataFrame()
+    if marks.empty:
+        return "\n".join(lines + ["No verdict of this run has been audited yet, so **the judges' accuracy is "
+                                   "not measured here**."])
+    for level in audit.LEVELS:
+        table = metrics.judge_agreement(marks, level=level)
+        if len(table):
+            lines += [f"## {level.capitalize()} verdicts", "",
+                      _md_table(table.round({"agreement_pct": 1, "ci_low_pct": 1, "ci_high_pct": 1})), ""]
+    bad = marks[~marks["agree"]]
+    if len(bad):
+        # raw HTML: a Markdown link to a page outside the book's sources is turned into a dead anchor
+        rows = "".join(
+            f"<tr><td><a href='../{task_page_path(r.dsl, r.task_id, r.model, r.method, r.sample, r.round)}'>"
+            f"{html.escape(r.task_id)}</a></td><td>{html.escape(str(r.model))}</td><td>{r.level}</td>"
+            f"<td>{html.escape(str(r.verdict))}</td><td>{html.escape(str(r.reviewer))}</td>"
+            f"<td>{html.escape(str(r.comment))}</td></tr>" for r in bad.itertuples())
+        lines += ["## Disagreements", "", "```{raw} html",
+                  "<table><thead><tr><th>task</th><th>model</th><th>level</th><th>verdict</th><th>reviewer</th>"
+                  f"<th>comment</th></tr></thead><tbody>{rows}</tbody></table>", "```"]
+    return "\n".join(lines) + "\n"
+
+
 def batch_md(batch_dirs: list[Path]) -> str:
     lines = ["# Batch runs", "", "Every notebook executed by `dslbench batch`, with its parameters.", ""]
     entries = []
@@ -169,6 +201,7 @@ def generate_sources(run_dir: Path, batch_dirs: list[Path] = ()) -> Path:
     table = RunStore(run_dir).verdict_table() if run_dir.exists() else pd.DataFrame()
     (gen / "results.md").write_text(results_md(table, run_dir.name))
     (gen / "batch.md").write_text(batch_md(list(batch_dirs)))
+    (gen / "audit.md").write_text(audit_md(run_dir))
     return gen
 
 

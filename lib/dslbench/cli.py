@@ -155,6 +155,42 @@ def cmd_import(args) -> int:
     return 0
 
 
+def cmd_audit(args) -> int:
+    """The reviewer's audit: draw the sample, mark a verdict, report agreement (lib/dslbench/audit.py)."""
+    from . import audit, metrics
+    from .book import task_page_path
+    from .errors import UserError
+    if args.audit_command == "sample":
+        picked = audit.sample(args.run, args.per_dsl, args.seed, args.method)
+        if picked.empty:
+            raise UserError(f"{args.run}: no evaluated {args.method} verdicts to audit")
+        picked["page"] = [task_page_path(r.dsl, r.task_id, r.model, r.method, r.sample, r.round)
+                          for r in picked.itertuples()]
+        cols = ["dsl", "task_id", "model", "method", "sample", "round", "syntax_status", "semantic_status",
+                "semantic_reason", "page"]
+        out = Path(args.run) / "audit_sample.csv"
+        picked[cols].to_csv(out, index=False)
+        print(picked[cols[:-1]].to_string(index=False))
+        print(f"\n{len(picked)} verdicts over {picked['dsl'].nunique()} DSL(s) (seed {args.seed}): {out}\n"
+              "mark each with: dslbench audit mark --run RUN --task ID --model M --agree|--disagree [--comment ...]")
+        return 0
+    if args.audit_command == "mark":
+        from .store import RunStore
+        table = metrics.with_rounds(RunStore(args.run).verdict_table())
+        hit = table[(table["task_id"] == args.task) & (table["model"] == args.model) & (table["method"] == args.method)
+                    & (table["sample"] == args.sample) & (table["round"] == args.round)]
+        if hit.empty:
+            raise UserError(f"{args.run}: no verdict for task {args.task}, model {args.model}, method {args.method}, "
+                            f"sample {args.sample}, round {args.round}")
+        entry = audit.mark(args.run, hit.iloc[0].to_dict(), args.level, args.agree, args.comment, args.reviewer)
+        print(f"{'agree' if entry['agree'] else 'disagree'} with {entry['level']} {entry['verdict']} of "
+              f"{entry['task_id']} ({entry['model']}): {audit.audit_path(args.run)}")
+        return 0
+    table = metrics.judge_agreement(audit.marks(args.run), level=args.level)
+    print(table.to_string(index=False, float_format=lambda x: f"{x:.1f}") if len(table) else "no audit marks yet")
+    return 0
+
+
 def cmd_profile(args) -> int:
     from .analysis.profiler import main as profile_main
     return profile_main(args.argv)
@@ -270,6 +306,32 @@ def main(argv=None) -> int:
     p.add_argument("source", help="the upstream file or folder, in its published layout")
     p.add_argument("--out", default="data/upstream", help="task tree to write into (default: data/upstream)")
     p.set_defaults(fn=cmd_import)
+
+    p = sub.add_parser("audit", help="the reviewer's audit of the judges: sample, mark, report")
+    asub = p.add_subparsers(dest="audit_command", required=True)
+    a = asub.add_parser("sample", help="draw the audit sample (the same for the same run and seed)")
+    a.add_argument("--run", default=str(runs_dir() / "default"))
+    a.add_argument("--per-dsl", type=int, default=20, help="verdicts per DSL (default 20, as in the paper)")
+    a.add_argument("--seed", type=int, default=0)
+    a.add_argument("--method", default="baseline")
+    a = asub.add_parser("mark", help="record agreement or disagreement with one verdict (appended to audit.jsonl)")
+    a.add_argument("--run", default=str(runs_dir() / "default"))
+    a.add_argument("--task", required=True)
+    a.add_argument("--model", required=True)
+    a.add_argument("--method", default="baseline")
+    a.add_argument("--sample", type=int, default=0)
+    a.add_argument("--round", type=int, default=0)
+    a.add_argument("--level", default="semantic", choices=("syntax", "semantic"))
+    verdict = a.add_mutually_exclusive_group(required=True)
+    verdict.add_argument("--agree", dest="agree", action="store_true")
+    verdict.add_argument("--disagree", dest="agree", action="store_false")
+    a.add_argument("--comment", default="")
+    a.add_argument("--reviewer", default="")
+    a = asub.add_parser("report", help="per-DSL judge agreement with 95 %% Wilson intervals")
+    a.add_argument("--run", default=str(runs_dir() / "default"))
+    a.add_argument("--level", default="semantic", choices=("syntax", "semantic"))
+    for a in asub.choices.values():
+        a.set_defaults(fn=cmd_audit)
 
     p = sub.add_parser("profile", add_help=False,
                        help="DSL-Profiler: triage a new DSL from a folder of example programs")

@@ -266,3 +266,33 @@ def require_judged(verdicts: pd.DataFrame, min_judged: float = DEFAULT_MIN_JUDGE
                              f"{len(bad)} DSL(s): " + "; ".join(parts) +
                              ". The verdicts are kept; fix the cause (see `dslbench doctor` and the verdict logs) "
                              "and validate again, or lower the threshold with --min-judged.")
+
+
+# --- the reviewer's audit of the judges ---------------------------------------------------------
+
+def wilson_interval(successes: int, n: int, alpha: float = 0.05) -> tuple[float, float]:
+    """Wilson score interval of a proportion (NaN, NaN for n = 0)."""
+    if n == 0:
+        return float("nan"), float("nan")
+    from statsmodels.stats.proportion import proportion_confint
+    lo, hi = proportion_confint(successes, n, alpha=alpha, method="wilson")
+    return float(lo), float(hi)
+
+
+def judge_agreement(marks: pd.DataFrame, level: str | None = "semantic", by=("dsl",)) -> pd.DataFrame:
+    """Per group: audited verdicts, how many the reviewers agreed with, agreement % and its 95 % Wilson
+    interval; one row `all` over every mark. `marks` is audit.marks(run) (one per record, level and
+    reviewer); `level=None` pools both levels."""
+    cols = [*by, "audited", "agreed", "agreement_pct", "ci_low_pct", "ci_high_pct", "disagreements"]
+    df = marks if level is None else marks[marks["level"] == level]
+    if df.empty:
+        return pd.DataFrame(columns=cols)
+    groups = [(keys if isinstance(keys, tuple) else (keys,), g) for keys, g in df.groupby(list(by), sort=True)]
+    groups.append((("all",) * len(by), df))
+    rows = []
+    for keys, g in groups:
+        n, k = len(g), int(g["agree"].sum())
+        lo, hi = wilson_interval(k, n)
+        rows.append({**dict(zip(by, keys)), "audited": n, "agreed": k, "agreement_pct": 100 * k / n,
+                     "ci_low_pct": 100 * lo, "ci_high_pct": 100 * hi, "disagreements": n - k})
+    return pd.DataFrame(rows, columns=cols)

@@ -16,6 +16,7 @@ import json
 import ipywidgets as w
 import pandas as pd
 
+from . import audit
 from .store import RunStore
 from .tasks import load_tasks
 
@@ -49,7 +50,8 @@ def record_html(row: dict, task, rounds: pd.DataFrame | None = None) -> str:
 
 
 class TaskViewer:
-    def __init__(self, run_dir):
+    def __init__(self, run_dir, reviewer: str = ""):
+        self.run_dir, self.reviewer = run_dir, reviewer
         self.table = RunStore(run_dir).verdict_table()
         rounds = self.table["round"] if "round" in self.table else pd.Series(0, index=self.table.index)
         self.table["round"] = pd.to_numeric(rounds, errors="coerce").fillna(0).astype(int)  # refinement rounds
@@ -66,8 +68,17 @@ class TaskViewer:
         self.position.observe(lambda _: self._show(), names="value")
         self.prev.on_click(lambda _: self._step(-1))
         self.next.on_click(lambda _: self._step(1))
+        # the reviewer's audit: one mark per click, appended to <run>/audit.jsonl (dslbench.audit)
+        self.audit_level = w.Dropdown(options=["semantic", "syntax"], description="audit")
+        self.comment = w.Text(placeholder="comment (why you disagree)")
+        self.agree, self.disagree = w.Button(description="agree"), w.Button(description="disagree")
+        self.audit_status = w.Label()
+        self.agree.on_click(lambda _: self.mark(True))
+        self.disagree.on_click(lambda _: self.mark(False))
         self.widget = w.VBox([w.HBox(list(self.filters.values())[:3]), w.HBox(list(self.filters.values())[3:]),
-                              w.HBox([self.prev, self.position, self.next, self.count]), self.body])
+                              w.HBox([self.prev, self.position, self.next, self.count]),
+                              w.HBox([self.audit_level, self.agree, self.disagree, self.comment, self.audit_status]),
+                              self.body])
         self._refilter()
 
     def matching(self) -> pd.DataFrame:
@@ -97,6 +108,16 @@ class TaskViewer:
                           & (self.table["model"] == row["model"])]
         rounds = same[["method", "round", "sample", "syntax_status", "semantic_status"]].sort_values(["method", "sample", "round"])
         self.body.value = record_html(row, self.tasks.get(row["task_id"]), rounds)
+
+    def mark(self, agree: bool) -> dict | None:
+        """Record the reviewer's agreement with the shown verdict's level."""
+        if not len(self.current):
+            return None
+        row = self.current.iloc[self.position.value].to_dict()
+        entry = audit.mark(self.run_dir, row, self.audit_level.value, agree, self.comment.value, self.reviewer)
+        self.audit_status.value = f"marked: {'agree' if agree else 'disagree'} ({entry['level']} {entry['verdict']})"
+        self.comment.value = ""
+        return entry
 
     def _ipython_display_(self):
         from IPython.display import display
