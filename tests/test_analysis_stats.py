@@ -113,6 +113,12 @@ def test_sensitivity_subsets():
     assert s.loc[("without DSLs under 50 evaluated tasks", "semantic"), "DSLs"] == 5
     assert s.loc[("fully executable-oracle DSLs", "semantic"), "DSLs"] == 4
     assert s.loc[("all cells (macro)", "semantic"), "DSLs"] == 6
+    assert s.loc[("without stand-in or inexact judges", "semantic"), "DSLs"] == 6   # no judge recorded: all kept
+    judged = cells.assign(judge="j", judge_exact=cells["dsl"] != "d5",
+                          stand_in_for=cells["dsl"].map({"d0": "Neo4j 5"}).fillna(""))
+    s = anova.sensitivity(judged, info, 100, 0, min_tasks=50).set_index(["subset", "metric"])
+    assert s.loc[("without stand-in or inexact judges", "semantic"), "DSLs"] == 4
+    assert anova.stand_in_judges(judged) == "d0 (j for Neo4j 5)" and anova.inexact_judges(judged) == "d5"
 
 
 # --- Kendall's W ------------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import threading
 from pathlib import Path
 
 import nbformat
+import pandas as pd
 import pytest
 
 from conftest import run_cli
@@ -180,3 +181,19 @@ def test_viewer_shows_a_record_with_diff(built):
     m = audit.marks(run)
     assert len(m) == before + 1 and m.iloc[-1]["comment"].startswith("the trace") and not m.iloc[-1]["agree"]
     assert m.iloc[-1]["task_id"] == v.current.iloc[v.position.value]["task_id"] and "marked" in v.audit_status.value
+
+
+def test_results_page_names_stand_in_judges_and_model_dependent_missingness():
+    from dslbench.store import VERDICT_COLUMNS
+    rows = []
+    for m, missing in (("a", 1), ("b", 15)):
+        for i in range(30):
+            st = "unavailable" if i < missing else "pass"
+            rows.append({**{c: None for c in VERDICT_COLUMNS}, "dsl": "cypher", "task_id": f"t{i}", "model": m,
+                         "method": "baseline", "sample": 0, "syntax_status": st, "semantic_status": st,
+                         "semantic_reason": "unsupported_by_judge" if st == "unavailable" else "ok",
+                         "toolchain": "FalkorDB", "toolchain_version": "4.22", "judge_exact": True,
+                         "judge_stand_in_for": "Neo4j 5"})
+    page = book.results_md(pd.DataFrame(rows, columns=VERDICT_COLUMNS), "r")
+    assert "(stand-in for Neo4j 5)" in page
+    assert "Missing judgements differ by model" in page and "cypher: a: 1/30, b: 15/30" in page

@@ -12,6 +12,7 @@ syntax 2/3 -> 3/3 (+33.33 pp), semantic 1/3 -> 2/3 (+33.33 pp).
 """
 import math
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -217,3 +218,22 @@ def test_report_prints_pass_at_k_when_there_are_several_samples(capsys):
     out = capsys.readouterr().out
     assert "pass@k" in out and "pass@3_pct" in out
     assert f"{100 * 1 / 3:.2f}" in out      # pass@1 = mean(1/3, 1/3)
+
+
+def test_missingness_by_model_flags_a_judge_that_fails_one_models_programs():
+    rows = []
+    for m, missing in (("a", 2), ("b", 18)):          # the stand-in cannot judge most of b's programs
+        for i in range(40):
+            st = "unavailable" if i < missing else "pass"
+            rows.append({"dsl": "cypher", "task_id": f"t{i}", "model": m, "method": "baseline", "sample": 0,
+                         "syntax_status": st, "semantic_status": st})
+    for m in ("a", "b"):                               # a DSL where nothing is missing
+        rows += [{"dsl": "jq", "task_id": f"t{i}", "model": m, "method": "baseline", "sample": 0,
+                  "syntax_status": "pass", "semantic_status": "fail"} for i in range(10)]
+    t = metrics.missingness_by_model(pd.DataFrame(rows)).set_index("dsl")
+    from scipy.stats import chi2_contingency
+    chi2, p, _, _ = chi2_contingency([[2, 18], [38, 22]])
+    assert t.loc["cypher", "unavailable"] == 20 and t.loc["cypher", "unavailable_by_model"] == "a: 2/40, b: 18/40"
+    assert t.loc["cypher", "p_value"] == pytest.approx(p) and t.loc["cypher", "chi2"] == pytest.approx(chi2)
+    assert bool(t.loc["cypher", "differs"]) and p < 0.001
+    assert not bool(t.loc["jq", "differs"]) and np.isnan(t.loc["jq", "p_value"])

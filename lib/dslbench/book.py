@@ -103,7 +103,8 @@ def results_md(table: pd.DataFrame, run_name: str) -> str:
     for _, r in rates.iterrows():
         link = "../" + slice_index_path(r["dsl"], r["model"], r["method"])
         fmt = (lambda v: "—" if pd.isna(v) else f"{v:.1f}")
-        judge = html.escape(str(r["judge"] or "—")) + ("" if r["judge_exact"] else " <b>(inexact stand-in)</b>")
+        judge = (html.escape(str(r["judge"] or "—")) + ("" if r["judge_exact"] else " <b>(inexact fallback)</b>")
+                 + (f" <i>(stand-in for {html.escape(str(r['stand_in_for']))})</i>" if r.get("stand_in_for") else ""))
         rows.append(f"<tr><td><a href='{link}'>{html.escape(r['dsl'])}</a></td><td>{html.escape(str(r['model']))}</td>"
                     f"<td>{html.escape(str(r['method']))}</td><td>{r['records']}</td><td>{r['evaluated']}</td>"
                     f"<td>{r['unavailable']}</td><td>{r['errors']}</td>"
@@ -119,6 +120,14 @@ def results_md(table: pd.DataFrame, run_name: str) -> str:
                   f"Macro mean over {len(macro)} DSL-model cells: syntax {macro['syntax_pct'].mean():.2f} %, "
                   f"semantic {macro['semantic_pct'].mean():.2f} %, gap {macro['gap_pp'].mean():.2f} pp "
                   "(the paper: 31.37 %, 11.64 %, 19.74 pp over 126 cells of 18 DSLs x 7 models).", ""]
+    missing = metrics.missingness_by_model(table)
+    differs = missing[missing["differs"]]
+    if len(differs):
+        lines += ["```{warning}", "Missing judgements differ by model (chi-square, p < 0.05) for "
+                  + ", ".join(differs["dsl"]) + ": a judge that cannot handle some models' programs leaves "
+                  "those out of their rates, so these DSLs compare models over different task subsets. "
+                  "Unavailable per model: " + "; ".join(f"{r.dsl}: {r.unavailable_by_model}" for r in differs.itertuples())
+                  + ".", "```", ""]
     lines += judged_md(table)
     return "\n".join(lines)
 

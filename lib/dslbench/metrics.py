@@ -27,7 +27,8 @@ KEY_FIELDS = ("dsl", "task_id", "model", "method", "sample")
 PAIR_KEYS = ["dsl", "task_id", "model", "sample"]
 GROUP = ("dsl", "model", "method")
 RATE_COLUMNS = ["records", "evaluated", "tasks_evaluated", "unavailable", "errors", "unjudged", "syntax_pass",
-                "semantic_pass", "syntax_pct", "semantic_pct", "gap_pp", "judge", "judge_exact", "excluded_reasons"]
+                "semantic_pass", "syntax_pct", "semantic_pct", "gap_pp", "judge", "judge_exact", "stand_in_for",
+                "excluded_reasons"]
 
 
 def with_rounds(verdicts: pd.DataFrame) -> pd.DataFrame:
@@ -88,6 +89,7 @@ def rates(verdicts: pd.DataFrame, by=GROUP, final: bool = True) -> pd.DataFrame:
     cls = classify(df)
     ev = cls == "evaluated"
     exact = df["judge_exact"] if "judge_exact" in df else pd.Series(True, index=df.index)
+    stand_in = df["judge_stand_in_for"].fillna("").astype(str) if "judge_stand_in_for" in df else pd.Series("", index=df.index)
     judge = (df["toolchain"].fillna("").astype(str) + " " + df["toolchain_version"].fillna("").astype(str)).str.strip() \
         if "toolchain" in df else pd.Series("", index=df.index)
     df = df.assign(_ev=ev.astype(int), _syn=(ev & (df["syntax_status"] == "pass")).astype(int),
@@ -95,13 +97,14 @@ def rates(verdicts: pd.DataFrame, by=GROUP, final: bool = True) -> pd.DataFrame:
                    _una=(cls == "unavailable").astype(int), _err=(cls == "error").astype(int),
                    _unj=(cls == "unjudged").astype(int), _task=df["task_id"].where(ev),
                    _exact=exact.astype("object").fillna(True).astype(bool), _judge=judge.where(ev, ""),
-                   _why=exclusion_reason(df))
+                   _stand_in=stand_in.where(ev, ""), _why=exclusion_reason(df))
     g = df.groupby(by, sort=True)
     out = pd.DataFrame({"records": g.size(), "evaluated": g["_ev"].sum(), "tasks_evaluated": g["_task"].nunique(),
                         "unavailable": g["_una"].sum(), "errors": g["_err"].sum(), "unjudged": g["_unj"].sum(),
                         "syntax_pass": g["_syn"].sum(), "semantic_pass": g["_sem"].sum(),
                         "judge": g["_judge"].agg(lambda s: ", ".join(sorted(set(s) - {""}))),
                         "judge_exact": g["_exact"].all(),
+                        "stand_in_for": g["_stand_in"].agg(lambda s: ", ".join(sorted(set(s) - {""}))),
                         "excluded_reasons": g["_why"].agg(_count_reasons)}).reset_index()
     n = out["evaluated"].where(out["evaluated"] > 0)
     out["syntax_pct"] = 100 * out["syntax_pass"] / n
@@ -295,4 +298,30 @@ def judge_agreement(marks: pd.DataFrame, level: str | None = "semantic", by=("ds
         lo, hi = wilson_interval(k, n)
         rows.append({**dict(zip(by, keys)), "audited": n, "agreed": k, "agreement_pct": 100 * k / n,
                      "ci_low_pct": 100 * lo, "ci_high_pct": 100 * hi, "disagreements": n - k})
+    return pd.DataFrame(rows, columns=cols)
+
+
+def missingness_by_model(verdicts: pd.DataFrame, by=("dsl",)) -> pd.DataFrame:
+    """Per group: each model's share of records no judge could judge (`unavailable`), and whether that
+    share differs between models (chi-square test of independence, model x unavailable; NaN with one
+    model or nothing missing). A stand-in judge that lacks constructs only some models use makes the
+    missingness informative: the rates of those models are then over a different subset of tasks."""
+    cols = [*by, "models", "records", "unavailable", "unavailable_by_model", "chi2", "p_value", "differs"]
+    if verdicts.empty:
+        return pd.DataFrame(columns=cols)
+    from scipy.stats import chi2_contingency
+    df = final_verdicts(verdicts)
+    df = df.assign(_una=(classify(df) == "unavailable").astype(int))
+    rows = []
+    for keys, g in df.groupby(list(by), sort=True):
+        keys = keys if isinstance(keys, tuple) else (keys,)
+        per = g.groupby("model")["_una"].agg(["sum", "size"])
+        table = np.array([per["sum"], per["size"] - per["sum"]])
+        chi2 = p = float("nan")
+        if len(per) > 1 and 0 < per["sum"].sum() < per["size"].sum():
+            chi2, p, _, _ = chi2_contingency(table)
+        rows.append({**dict(zip(by, keys)), "models": len(per), "records": int(per["size"].sum()),
+                     "unavailable": int(per["sum"].sum()),
+                     "unavailable_by_model": ", ".join(f"{m}: {int(r['sum'])}/{int(r['size'])}" for m, r in per.iterrows()),
+                     "chi2": float(chi2), "p_value": float(p), "differs": bool(p < 0.05) if p == p else False})
     return pd.DataFrame(rows, columns=cols)

@@ -219,7 +219,7 @@ def _flat_generation(r: dict) -> dict:
 
 
 VERDICT_COLUMNS = ["schema", "run", *KEY_FIELDS, "domain", "difficulty", "split", "toolchain", "toolchain_version",
-                   "dialect", "judge_exact", "validator", "syntax_status", "semantic_status", "syntax_reason",
+                   "dialect", "judge_exact", "judge_stand_in_for", "validator", "syntax_status", "semantic_status", "syntax_reason",
                    "semantic_reason", "syntax_diagnostics", "semantic_diagnostics", "syntax_expected", "semantic_expected",
                    "syntax_command", "semantic_command", "syntax_log", "semantic_log",
                    "syntax_duration_s", "semantic_duration_s", "sandbox", "generation_status",

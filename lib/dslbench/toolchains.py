@@ -53,6 +53,9 @@ class Probe:
     reason: str = ""      # why not, when unavailable
     dialect: str = ""     # language version / dialect the toolchain judges
     exact: bool = True    # False for a weaker fallback judge: known-bad programs may slip through
+    # the judge the paper (Table I) names when ours is another one, e.g. "Neo4j 5" for FalkorDB; None:
+    # the card's `stand_in_for` applies, "": this judge is the reference one
+    stand_in_for: str | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -215,7 +218,10 @@ def probe(dsl: str) -> Probe:
     """Probe a toolchain once per process; a crashing probe means unavailable, with the reason."""
     tc = get(dsl)
     try:
-        return tc.probe()
+        p = tc.probe()
     except Exception as e:  # a probe must never take the pipeline down
-        return Probe(dsl, tc.card.get("toolchain", dsl), "", False, f"probe failed: {type(e).__name__}: {e}")
+        p = Probe(dsl, tc.card.get("toolchain", dsl), "", False, f"probe failed: {type(e).__name__}: {e}")
+    if p.stand_in_for is None:
+        p.stand_in_for = str(tc.card.get("stand_in_for") or "")
+    return p
 

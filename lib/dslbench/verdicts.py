@@ -176,11 +176,12 @@ class Judge:
     dialect: str
     exact: bool
     validator: str = ""        # module.function behind the verdict, e.g. toolchains/jq/validator.py
+    stand_in_for: str = ""     # the paper's judge when this one stands in for it (Probe.stand_in_for)
 
     @classmethod
     def from_probe(cls, probe: dict, validator: str = "") -> "Judge":
         return cls(probe.get("toolchain", ""), probe.get("version", ""), probe.get("dialect", ""),
-                   bool(probe.get("exact", True)), validator)
+                   bool(probe.get("exact", True)), validator, probe.get("stand_in_for") or "")
 
 
 @dataclass
@@ -203,6 +204,7 @@ class VerdictRecord:
                 "schema": self.schema, "run": self.run,
                 "toolchain": self.judge.toolchain, "toolchain_version": self.judge.version,
                 "dialect": self.judge.dialect, "judge_exact": self.judge.exact, "validator": self.judge.validator,
+                "judge_stand_in_for": self.judge.stand_in_for,
                 "syntax": self.syntax, "semantic": self.semantic,
                 "sandbox": self.syntax.get("sandbox") or self.semantic.get("sandbox") or "",
                 "revision": self.revision, "started": self.started, "finished": self.finished, **self.extra}

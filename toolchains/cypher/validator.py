@@ -366,7 +366,7 @@ class Validator(Toolchain):
                          f"Neo4j at {cfg['uri']} is not usable: {type(e).__name__}: {str(e).splitlines()[0][:200]}")
         version = f"{rec['name']} {rec['version']} {rec['edition']} (driver neo4j {neo4j.__version__})"
         return Probe(self.dsl, "Neo4j server", version, True,
-                     dialect=f"Neo4j {rec['version']} Cypher (server at {cfg['uri']})")
+                     dialect=f"Neo4j {rec['version']} Cypher (server at {cfg['uri']})", stand_in_for="")
 
     # ---- oracle spec
     def check_oracle(self, task):

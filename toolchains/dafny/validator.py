@@ -173,7 +173,7 @@ class Validator(Toolchain):
         if self._major >= 4:
             return Probe(self.dsl, f"Dafny {version} CLI (dafny resolve / dafny verify)", f"Dafny {version}", True,
                          dialect="Dafny 4 with --function-syntax:3 --quantifier-syntax:3 (tasks are Dafny 2.3)",
-                         exact=False)
+                         exact=False, stand_in_for="")
         if not shutil.which("z3") and not Path("/usr/lib/dafny/z3").exists():
             return Probe(self.dsl, self.card["toolchain"], version, False, "z3 not found (Debian package z3)")
         return Probe(self.dsl, self.card["toolchain"], f"Dafny {version}", True, dialect=self.card["dialect"])

@@ -65,7 +65,7 @@ class Validator(Toolchain):
         if plc:
             return Probe(self.dsl, f"RuSTy plc --check + blark {version} declaration checks",
                          f"plc {_plc_version(plc)}; blark {version}", True,
-                         dialect=self.card["dialect"] + " (judged first by RuSTy)")
+                         dialect=self.card["dialect"] + " (judged first by RuSTy)", stand_in_for="")
         return Probe(self.dsl, self.card["toolchain"], f"blark {version} (lark grammar) + dslbench ST checks", True,
                      dialect=self.card["dialect"])
 

@@ -76,7 +76,7 @@ class Validator(Toolchain):
             m = re.search(r"version\s+(\S+)", out.stdout)
             if out.returncode == 0 and m:
                 return Probe(self.dsl, "nextflow (preview run) + DSL2 structure parser", f"Nextflow {m.group(1)}",
-                             True, dialect="Nextflow DSL2")
+                             True, dialect="Nextflow DSL2", stand_in_for="")   # the paper's kind of judge
         if not shutil.which("groovy"):
             return Probe(self.dsl, self.card["toolchain"], "", False,
                          "neither nextflow nor groovy is on PATH (Debian package groovy, with openjdk-17)")

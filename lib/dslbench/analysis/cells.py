@@ -54,7 +54,7 @@ def select(verdicts: pd.DataFrame, method: str | None = DEFAULT_METHOD, dsls=Non
 
 CELL_COLUMNS = ["dsl", "model", "method", "records", "evaluated", "tasks_evaluated", "unavailable", "errors",
                 "unjudged", "syntax_pass", "semantic_pass", "syntax_pct", "semantic_pct", "gap_pp", "judge",
-                "judge_exact", "excluded_reasons"]
+                "judge_exact", "stand_in_for", "excluded_reasons"]
 
 
 def cell_table(verdicts: pd.DataFrame, method: str | None = DEFAULT_METHOD, dsls=None, models=None) -> pd.DataFrame:
