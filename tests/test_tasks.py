@@ -44,6 +44,8 @@ def test_bundled_tasks_load_with_unique_ids():
 def test_good_task_loads(project_copy):
     task = load_task_file(write_task(project_copy, GOOD))
     assert task.id == "jq-900" and task.oracle["inputs"] == [1, {"a": 2}]
+    task = load_task_file(write_task(project_copy, GOOD + "equivalents:\n  - program: '[.] | .[0]'\n    note: idiom\n"))
+    assert [(e.program, e.note) for e in task.equivalents] == [("[.] | .[0]", "idiom")]
 
 
 @pytest.mark.parametrize("edit, field, line", [
@@ -56,6 +58,8 @@ def test_good_task_loads(project_copy):
     (lambda t: t.replace("  inputs: [1, {\"a\": 2}]", "  inputs: 5"), "oracle.inputs", 13),
     (lambda t: t + "mutants:\n  - level: runtime\n    program: x\n    note: y\n", "mutants[0].level", 19),
     (lambda t: t.replace("failure_modes: [structure]", "failure_modes: [speed]"), "failure_modes[0]", 7),
+    (lambda t: t + "equivalents:\n  - program: |\n      .\n    note: the gold again\n", "equivalents[0].program", 19),
+    (lambda t: t + "equivalents:\n  - program: '[.] | .[0]'\n", "equivalents[0].note", 19),
 ])
 def test_malformed_task_names_file_line_and_field(project_copy, edit, field, line):
     path = write_task(project_copy, edit(GOOD))

@@ -278,12 +278,13 @@ def _selfcheck_job(dsl: str, task: Task, kind: str, index: int, program: str) ->
 
 def expected_outcome(kind: str) -> tuple[str, str]:
     """(syntax, semantic) statuses a program of this kind must get."""
-    return {"gold": ("pass", "pass"), "syntax": ("fail", "fail"), "semantic": ("pass", "fail")}[kind]
+    return {"gold": ("pass", "pass"), "equivalent": ("pass", "pass"), "syntax": ("fail", "fail"),
+            "semantic": ("pass", "fail")}[kind]
 
 
 def expected_reasons(kind: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(syntax, semantic) reasons a program of this kind may get: a mutant must be killed for the right cause."""
-    return {"gold": (("ok",), ("ok",)),
+    return {"gold": (("ok",), ("ok",)), "equivalent": (("ok",), ("ok",)),
             "syntax": (verdicts.SYNTAX_REASONS, ("syntax_failed",)),
             # a semantic mutant may also never terminate (a loop variable never updated): killed by the limit
             "semantic": (("ok",), (*verdicts.ORACLE_REASONS, "timeout"))}[kind]
@@ -297,7 +298,7 @@ def selfcheck(dsls=None, executor: str | None = None, workers: int | None = None
               limit: int | None = None) -> pd.DataFrame:
     """Run every gold solution and known-bad program; column `ok` says whether it got what it must.
 
-    Gold must pass both levels; a syntax mutant must fail syntax with a parse or compile reason; a
+    Gold and its equivalents (correct programs that differ from it) must pass both levels; a syntax mutant must fail syntax with a parse or compile reason; a
     semantic mutant must pass syntax and fail semantics with an oracle reason (wrong output, a failed
     structural check or proof, a runtime error). Unavailable toolchains give ok = None (not judged here).
     """
@@ -307,6 +308,7 @@ def selfcheck(dsls=None, executor: str | None = None, workers: int | None = None
         for t in ts:
             jobs.append((dsl, t, "gold", 0, t.gold))
             jobs += [(dsl, t, m.level, i, m.program) for i, m in enumerate(t.mutants)]
+            jobs += [(dsl, t, "equivalent", i, e.program) for i, e in enumerate(t.equivalents)]
     rows = []
     fan_out([(None, _selfcheck_job, job) for job in jobs], lambda _, row: rows.append(row),
             executor, workers, "self-check", progress)

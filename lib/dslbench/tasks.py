@@ -39,6 +39,14 @@ class Mutant:
 
 
 @dataclass(frozen=True)
+class Equivalent:
+    """A correct program that differs from the gold (reordered, renamed, an equivalent form or idiom):
+    it must pass both levels, so an oracle that only accepts the gold's own shape is caught."""
+    program: str
+    note: str
+
+
+@dataclass(frozen=True)
 class Task:
     id: str
     dsl: str
@@ -54,11 +62,13 @@ class Task:
     provenance: dict[str, Any]
     split: str
     mutants: tuple[Mutant, ...] = ()
+    equivalents: tuple[Equivalent, ...] = ()
     path: str = ""
 
     def to_dict(self) -> dict:
         d = dict(self.__dict__)
         d["mutants"] = [m.__dict__ for m in self.mutants]
+        d["equivalents"] = [e.__dict__ for e in self.equivalents]
         d["constructs"], d["failure_modes"] = list(self.constructs), list(self.failure_modes)
         return d
 
@@ -178,7 +188,7 @@ class _Checker:
 
 
 KNOWN_FIELDS = {"id", "dsl", "domain", "title", "difficulty", "constructs", "failure_modes", "instruction",
-                "context", "gold", "oracle", "provenance", "split", "mutants"}
+                "context", "gold", "oracle", "provenance", "split", "mutants", "equivalents"}
 
 
 def parse_task(path: Path, data: Any, line_of, dsl_folder: str,
@@ -217,6 +227,15 @@ def parse_task(path: Path, data: Any, line_of, dsl_folder: str,
         mc = _Checker(path, m, line_of, prefix=f"mutants[{i}].")
         mutants.append(Mutant(level=mc.choice("level", MUTANT_LEVELS), program=mc.get("program", str),
                               note=mc.text("note")))
+    equivalents = []
+    for i, e in enumerate(c.get("equivalents", list, required=False, default=[]) or []):
+        if not isinstance(e, dict):
+            c.fail(f"equivalents[{i}]", "expected a mapping with program, note")
+        ec = _Checker(path, e, line_of, prefix=f"equivalents[{i}].")
+        program = ec.get("program", str)
+        if program.strip() == c.text("gold").strip():
+            ec.fail("program", "is the gold itself: an equivalent must differ from it")
+        equivalents.append(Equivalent(program=program, note=ec.text("note")))
     task = Task(
         id=task_id, dsl=dsl, domain=c.text("domain"), title=c.text("title"),
         difficulty=c.choice("difficulty", DIFFICULTIES),
@@ -224,7 +243,7 @@ def parse_task(path: Path, data: Any, line_of, dsl_folder: str,
         failure_modes=c.str_list("failure_modes", FAILURE_MODES, required=False),
         instruction=c.text("instruction"), context=dict(context), gold=c.text("gold"),
         oracle=oracle, provenance=provenance, split=c.choice("split", SPLITS),
-        mutants=tuple(mutants), path=str(path),
+        mutants=tuple(mutants), equivalents=tuple(equivalents), path=str(path),
     )
     if check_oracle:
         for field_name, message in check_oracle(task):
