@@ -197,3 +197,10 @@ def test_results_page_names_stand_in_judges_and_model_dependent_missingness():
     page = book.results_md(pd.DataFrame(rows, columns=VERDICT_COLUMNS), "r")
     assert "(stand-in for Neo4j 5)" in page
     assert "Missing judgements differ by model" in page and "cypher: a: 1/30, b: 15/30" in page
+
+
+def test_batch_help_describes_the_grid_format():
+    r = run_cli("batch", "--help", timeout=120)
+    assert r.returncode == 0
+    for word in ("notebook:", "output_dir:", "parameters:", "zip: true", "batch.json"):
+        assert word in r.stdout, word

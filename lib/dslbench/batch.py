@@ -18,7 +18,6 @@ import json
 import os
 from pathlib import Path
 
-import nbformat
 import yaml
 
 from .paths import repo_root
@@ -52,6 +51,7 @@ def _combo_id(params: dict) -> str:
 def _finished(nb_path: Path) -> bool:
     if not nb_path.exists():
         return False
+    import nbformat   # here: `dslbench batch --help` shows this module's docstring without loading it
     try:
         nb = nbformat.read(nb_path, as_version=4)
     except Exception:

@@ -353,8 +353,10 @@ def main(argv=None) -> int:
     p.add_argument("--batch", action="append", default=[], help="batch output folder(s) to index")
     p.set_defaults(fn=cmd_book)
 
-    p = sub.add_parser("batch", help="run a notebook over a parameter grid (YAML) with papermill")
-    p.add_argument("grid")
+    from .batch import __doc__ as grid_format
+    p = sub.add_parser("batch", help="run a notebook over a parameter grid (YAML) with papermill",
+                       description=grid_format, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("grid", help="the grid file (format above)")
     p.add_argument("--force", action="store_true", help="rerun finished combinations too")
     p.set_defaults(fn=cmd_batch)
 
