@@ -51,3 +51,17 @@ def test_dockerfile_lints_clean_where_a_linter_is_available():
     for line in (ROOT / "Dockerfile").read_text().splitlines():
         if line.strip() and not line.startswith("#") and not line.startswith(" "):
             assert line.split()[0] in known, line
+
+
+def test_dockerignore_keeps_out_everything_gitignore_does():
+    """Docker anchors patterns at the context root, git matches a bare name at any depth: a bare
+    `.venv` in .dockerignore let toolchains/cypher/.venv into the image."""
+    docker = {line.strip() for line in (ROOT / ".dockerignore").read_text().splitlines()
+              if line.strip() and not line.startswith("#")}
+    for line in (ROOT / ".gitignore").read_text().splitlines():
+        pattern = line.strip().rstrip("/")
+        if not pattern or pattern.startswith("#"):
+            continue
+        anywhere = "/" not in pattern      # git: a name without a slash matches at every depth
+        wanted = f"**/{pattern}" if anywhere else pattern
+        assert wanted in docker, f".gitignore has {line!r}; .dockerignore needs {wanted!r}"
