@@ -52,7 +52,10 @@ else
   # llama-cpp-python ships only as source: build its wheel once per machine and keep it.
   llama=$(grep -h '^llama-cpp-python==' "${reqs[@]}" | head -1)
   mkdir -p "$WHEELS"
-  if ! ls "$WHEELS"/llama_cpp_python-"${llama#*==}"-*.whl >/dev/null 2>&1; then
+  # (not when the environment already has it, e.g. Binder's environment.yml built it: a second build
+  # would double the longest step)
+  if ! ls "$WHEELS"/llama_cpp_python-"${llama#*==}"-*.whl >/dev/null 2>&1 &&
+     ! "$PY" -c "import importlib.metadata as m, sys; sys.exit(m.version('llama_cpp_python') != '${llama#*==}')" 2>/dev/null; then
     say "building $llama (once per machine, several minutes on 2 cores)"
     "$PY" -m pip wheel -q --no-deps -w "$WHEELS" "$llama"
   fi
