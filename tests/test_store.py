@@ -186,3 +186,20 @@ def test_sigterm_and_sigkill_leave_no_work_folders_behind(tmp_path):
     mine = list(Path(tempfile.gettempdir()).glob(f"dslbench-*{proc.pid}-*"))
     assert not mine, f"left behind: {mine}"
     assert sweep_leftovers() >= 0
+
+
+def test_export_rewrites_the_tables_only_when_the_records_changed(tmp_path):
+    store = RunStore(tmp_path)
+    rec = {"dsl": "jq", "task_id": "t1", "model": "m", "method": "baseline", "sample": 0,
+           "syntax": {"status": "pass"}, "semantic": {"status": "fail"}}
+    paths = store.export()
+    store.append("verdicts", rec)
+    paths = store.export()
+    first = {k: p.stat().st_mtime_ns for k, p in paths.items()}
+    assert len(pd.read_parquet(paths["verdicts"])) == 1
+    again = store.export()                                   # nothing new: nothing rewritten
+    assert {k: p.stat().st_mtime_ns for k, p in again.items()} == first
+    store.append("verdicts", {**rec, "task_id": "t2"})
+    assert len(pd.read_parquet(store.export()["verdicts"])) == 2
+    (tmp_path / "tables" / "exported.json").write_text("{not json")   # a damaged stamp: export again
+    assert len(pd.read_parquet(store.export()["verdicts"])) == 2

@@ -176,11 +176,25 @@ class RunStore:
     def verdict_table(self) -> pd.DataFrame:
         return flatten_verdicts(self.iter_records("verdicts"))
 
-    def export(self) -> dict[str, Path]:
-        """Write Parquet tables for the analysis notebooks; returns their paths."""
+    def _export_stamp(self) -> dict:
+        """What the tables are made from: the record files' sizes and times, the columns, the code."""
+        from .revision import code_revision
+        files = {k: [p.stat().st_size, p.stat().st_mtime_ns] for k in KINDS if (p := self.path(k)).exists()}
+        return {"files": files, "columns": VERDICT_COLUMNS, "schema": SCHEMA_VERSION, "revision": code_revision()}
+
+    def export(self, force: bool = False) -> dict[str, Path]:
+        """Write Parquet tables for the analysis notebooks; returns their paths. Tables already made
+        from the same records by the same code are kept (a `validate` with nothing new rewrites nothing)."""
         out = self.dir / "tables"
         out.mkdir(exist_ok=True)
-        paths = {}
+        paths = {name: out / f"{name}.parquet" for name in KINDS}
+        stamp_path, stamp = out / "exported.json", self._export_stamp()
+        try:
+            unchanged = json.loads(stamp_path.read_text()) == stamp and all(p.exists() for p in paths.values())
+        except (OSError, ValueError):
+            unchanged = False
+        if unchanged and not force:
+            return paths
         tables = {"verdicts": self.verdict_table(),
                   "generations": pd.DataFrame([_flat_generation(r) for r in self.iter_records("generations")])}
         for name, df in tables.items():
@@ -188,7 +202,7 @@ class RunStore:
             tmp = path.with_suffix(".parquet.tmp")
             df.to_parquet(tmp, index=False)
             os.replace(tmp, path)  # readers never see a half-written table
-            paths[name] = path
+        stamp_path.write_text(json.dumps(stamp))
         return paths
 
 
