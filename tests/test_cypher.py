@@ -210,6 +210,10 @@ def test_falkordb_gap_detection_is_specific():
     q = "MATCH (m:Movie) WHERE NOT (m)<-[:REVIEWED]-(p:Person) RETURN m"    # p is new: Neo4j rejects it too
     assert V.falkordb_gap(q, "Unable to resolve filtered alias '(m)<-[:REVIEWED]-(p:Person)'") is None
     assert V.falkordb_gap(q, "Unable to resolve filtered alias 'm'") is None
+    # a variable-length relationship variable is a list in Neo4j 5, a path in FalkorDB
+    msg = "Type mismatch: expected List, String, or Null but was Path"
+    assert "variable-length" in V.falkordb_gap("MATCH (a)-[rs:R*]->(b) RETURN size(rs)", msg)
+    assert V.falkordb_gap("MATCH p = (a)-[:R*]->(b) RETURN size(p)", msg) is None          # a real path misuse
 
 
 # --- configuration and availability ----------------------------------------------------------------

@@ -222,6 +222,11 @@ def falkordb_gap(query: str, message: str) -> str | None:
             if all(re.search(rf"\b{re.escape(v)}\b", before) for v in named):   # no new variables
                 return "exists(pattern) / pattern predicates inside WHERE expressions"
         return None
+    if re.search(r"Type mismatch: expected .* but was Path", message) and \
+            re.search(r"\[\s*[A-Za-z_]\w*\s*(:[^\]]*)?\*", code):
+        # Neo4j 5 binds a named variable-length relationship [r:T*] to a list of relationships;
+        # FalkorDB binds it to a path, so list functions on it (size(r), r[0], IN r) fail there
+        return "a variable-length relationship variable used as a list of relationships"
     m = re.search(r"Unknown function '([\w.]+)'", message)
     if m and m.group(1).lower() in NEO4J5_FUNCTIONS:
         return f"the Neo4j 5 function {m.group(1)}()"
