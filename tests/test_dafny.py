@@ -114,6 +114,15 @@ def test_weakened_or_changed_specification_fails(tc, task):
     assert "missing or changed" in v.missing_signatures(weakened, sigs)[0]
     extra = task.gold.replace("  ensures y == x || y == -x\n", "  ensures y == x || y == -x\n  requires x > 0\n")
     assert "extra clauses" in v.missing_signatures(extra, sigs)[0]
+    # the same clauses in another order are the same specification (a conjunction)
+    reordered = task.gold.replace("  ensures y >= 0\n  ensures y == x || y == -x\n",
+                                  "  ensures y == x || y == -x\n  ensures y >= 0\n")
+    assert reordered != task.gold and v.missing_signatures(reordered, sigs) == []
+    # ... but a clause that only starts like one of them is a changed clause
+    extended = reordered.replace("  ensures y >= 0\n", "  ensures y >= 0 || x == 7\n")
+    assert "missing or changed" in v.missing_signatures(extended, sigs)[0]
+    inserted = reordered.replace("  ensures y >= 0\n", "  requires x > 0\n  ensures y >= 0\n")
+    assert "missing or changed" in v.missing_signatures(inserted, sigs)[0]
 
 
 def test_failing_test_method_is_reported_as_such(available):

@@ -134,6 +134,20 @@ CASES = {
     "missing_form": ("ufl-001", "from problem import *\na = ufl.inner(ufl.grad(u), ufl.grad(v)) * ufl.dx\n"),
     "sys_exit": ("ufl-001", "import sys\nsys.exit(0)\n"),
     "borrows_gold": ("ufl-001", FORGER),
+    # the pair (a, L) times one common factor: the same discrete problem
+    "negated_pair": ("ufl-007", ROBIN_HEAD + "a = -(" + ROBIN_A[4:-1] + ")\n"
+                     "L = -(f * v * ufl.dx + alpha * u_ext * v * ufl.ds(1) + g * v * ufl.ds(2))\n"),
+    "scaled_residual_pair": ("ufl-020", "from problem import *\nu, p = ufl.split(w)\n"
+                             "F = -3 * (nu * ufl.inner(ufl.grad(u), ufl.grad(v)) + ufl.inner(ufl.grad(u) * u, v)"
+                             " - p * ufl.div(v) - q * ufl.div(u) - ufl.inner(f, v)) * ufl.dx\n"
+                             "J = ufl.derivative(F, w, dw)\n"),
+    # only one form of the pair negated (a changed problem), and a factor on an independent matrix
+    "negated_a_only": ("ufl-001", "from problem import *\n"
+                       "a = -ufl.inner(ufl.grad(u), ufl.grad(v)) * ufl.dx\nL = f * v * ufl.dx\n"),
+    "negated_L_only": ("ufl-001", "from problem import *\n"
+                       "a = ufl.inner(ufl.grad(u), ufl.grad(v)) * ufl.dx\nL = -f * v * ufl.dx\n"),
+    "scaled_matrices": ("ufl-011", "from problem import *\nM = 2 * u * v * ufl.dx\n"
+                        "M_lumped = 2 * u * v * ufl.dx(scheme='vertex', degree=1)\n"),
 }
 
 
@@ -162,6 +176,19 @@ def test_split_sum_passes_by_numeric_check(outcomes):
     status, diag = _sem(outcomes["split_sum"])
     assert status == "pass"
     assert "L: signature differs, integrands equal" in diag and "(numeric check)" in diag
+
+
+@pytest.mark.parametrize("case", ["negated_pair", "scaled_residual_pair"])
+def test_problem_forms_times_a_common_factor_pass(outcomes, case):
+    status, diag = _sem(outcomes[case])
+    assert status == "pass", diag
+    assert "common factor" in diag
+
+
+@pytest.mark.parametrize("case", ["negated_a_only", "negated_L_only", "scaled_matrices"])
+def test_a_factor_on_part_of_a_problem_or_on_independent_forms_fails(outcomes, case):
+    status, diag = _sem(outcomes[case])
+    assert status == "fail", diag
 
 
 def test_wrong_boundary_id_fails(outcomes):

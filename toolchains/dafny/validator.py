@@ -86,6 +86,50 @@ def cheats(program: str) -> list[str]:
     return list(dict.fromkeys(found))
 
 
+CLAUSE_KEYWORDS = ("requires", "ensures", "modifies", "reads", "decreases")
+
+
+def _clauses(need: list[str]) -> tuple[list[str], list[list[str]]]:
+    """A signature's header tokens and its specification clauses (each from its keyword on)."""
+    starts = [k for k, t in enumerate(need) if t in CLAUSE_KEYWORDS and (k == 0 or need[k - 1] != ".")]
+    if not starts:
+        return need, []
+    bounds = starts + [len(need)]
+    return need[:starts[0]], [need[a:b] for a, b in zip(bounds, bounds[1:])]
+
+
+def find_declaration(toks: list[str], need: list[str]) -> tuple[int, int]:
+    """(start, end) in `toks` of the signature `need` with its clauses in any order, or (-1, -1).
+
+    The specification is the conjunction of its clauses, so their order does not change it; every
+    clause must still be there exactly once and unchanged (a clause that merely starts like one of
+    the signature's, e.g. `ensures y >= 0 && y < 5` for `ensures y >= 0`, does not match)."""
+    i = find_sequence(toks, need)
+    if i >= 0:
+        return i, i + len(need)
+    header, clauses = _clauses(need)
+    if len(clauses) < 2:
+        return -1, -1
+    stops = set(CLAUSE_KEYWORDS) | {"{"}
+    start = 0
+    while True:
+        i = find_sequence(toks[start:], header)
+        if i < 0:
+            return -1, -1
+        i += start
+        j, left = i + len(header), list(clauses)
+        while left:
+            hit = next((c for c in left if toks[j:j + len(c)] == c
+                        and (j + len(c) >= len(toks) or toks[j + len(c)] in stops)), None)
+            if hit is None:
+                break
+            left.remove(hit)
+            j += len(hit)
+        if not left:
+            return i, j
+        start = i + 1
+
+
 def missing_signatures(program: str, signatures: list[str]) -> list[str]:
     """Signatures (first line shown) the program lacks unchanged or weakens with extra clauses."""
     toks = tokens(program)
@@ -93,13 +137,17 @@ def missing_signatures(program: str, signatures: list[str]) -> list[str]:
     for sig in signatures:
         need = tokens(sig)
         head = sig.strip().splitlines()[0].strip()
-        i = find_sequence(toks, need)
+        if need[-1] == "}" or need[0] == "datatype":
+            i = find_sequence(toks, need)
+            end = i + len(need)
+        else:
+            i, end = find_declaration(toks, need)
         if i < 0:
             bad.append(f"the declaration `{head}` with its specification is missing or changed")
             continue
         if need[-1] == "}":  # a fixed definition (spec function with its body): present is enough
             continue
-        nxt = toks[i + len(need)] if i + len(need) < len(toks) else ""
+        nxt = toks[end] if end < len(toks) else ""
         if need[0] == "datatype":
             if nxt in ("|", "(", "{", "."):
                 bad.append(f"the declaration `{head}` is extended with other constructors or members")

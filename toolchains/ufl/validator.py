@@ -202,15 +202,54 @@ class Validator(Toolchain):
         for name in forms:
             status, note, expected = self._compare(name, gold["forms"][name], cand["forms"][name], rtol)
             if status != "pass":
+                scaled = self._compare_scaled(forms, gold, cand, rtol)
+                if scaled is not None:
+                    return self.verdict("pass", scaled, result, duration_s=spent)
                 return self.verdict(status, note, result, duration_s=spent, expected=expected)
             notes.append(note)
         return self.verdict("pass", "; ".join(notes), result, duration_s=spent)
 
+    def _compare_scaled(self, forms: dict, gold: dict, cand: dict, rtol: float) -> str | None:
+        """A pass note when the program's forms are the gold's times one common nonzero factor, or None.
+
+        Only for a discrete problem, i.e. when the task's forms include a linear and a bilinear form
+        (a u = L, or a residual F with its Jacobian J, with or without an energy): multiplying every
+        form of the problem by the same c != 0 leaves the discrete problem and its solution unchanged
+        (e.g. `-a == -L`). A factor on only some of the forms does change the problem and still fails,
+        and tasks whose forms are independent (a single form, two matrices) never get this leeway."""
+        if not ({1, 2} <= set(forms.values())):
+            return None
+        # the factor from the largest gold sample over all forms and integral groups
+        best = None
+        for name in forms:
+            g, c = gold["forms"][name].get("numeric"), cand["forms"][name].get("numeric")
+            if g is None or c is None:
+                return None
+            for key, vals in g.items():
+                for i, b in enumerate(vals):
+                    if key in c and i < len(c[key]) and math.isfinite(b) and (best is None or abs(b) > abs(best[0])):
+                        best = (b, c[key][i])
+        if best is None or best[0] == 0.0 or not math.isfinite(best[1]):
+            return None
+        factor = best[1] / best[0]
+        if abs(factor) < 1e-6 or abs(factor - 1.0) <= 1e-12:
+            return None
+        for name in forms:
+            status, _, _ = self._compare(name, gold["forms"][name], cand["forms"][name], rtol, factor)
+            if status != "pass":
+                return None
+        return (f"{', '.join(forms)}: every form equals the task's times the common factor {_fmt(factor)} "
+                f"(the same discrete problem; numeric check)")
+
     # --- comparison -------------------------------------------------------------------------------
-    def _compare(self, name: str, gold: dict, cand: dict, rtol: float) -> tuple[str, str, str]:
+    def _compare(self, name: str, gold: dict, cand: dict, rtol: float,
+                 factor: float = 1.0) -> tuple[str, str, str]:
         """(status, what the program's form does, what the gold's form has there): the gold's facts are
-        kept out of the message (they go to the verdict's `expected`)."""
-        if cand["signature"] == gold["signature"]:
+        kept out of the message (they go to the verdict's `expected`). With a `factor`, the program's
+        form is compared with the gold's times that factor (numeric check only)."""
+        if factor != 1.0:
+            differs, roles = f"equal to the task's form times {_fmt(factor)}", ""
+        elif cand["signature"] == gold["signature"]:
             if cand["signature_names"] == gold["signature_names"]:
                 return "pass", f"{name}: preprocessed form signature equal", ""
             # Same structure, but the signature numbers other coefficients in each place.
@@ -243,6 +282,8 @@ class Validator(Toolchain):
             status = "fail" if err["kind"] == "unnamed" else "error"
             return status, f"{name}: {differs} and the numeric check cannot judge it: {err['message']}", told()
         g, c = gold["numeric"], cand["numeric"]
+        if factor != 1.0:
+            g = {k: [factor * v for v in vals] for k, vals in g.items()}
         scale = max([1.0] + [abs(v) for vals in g.values() for v in vals if math.isfinite(v)])
         close = lambda a, b: math.isfinite(a) and abs(a - b) <= rtol * (abs(b) + scale)  # noqa: E731
         for key, vals in g.items():
