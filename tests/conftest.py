@@ -33,3 +33,15 @@ def project_copy(tmp_path, monkeypatch):
 def run_cli(*args, env=None, timeout=1800, **kw) -> subprocess.CompletedProcess:
     full_env = {**os.environ, **(env or {})}
     return subprocess.run(dslbench_cmd(*args), capture_output=True, text=True, env=full_env, timeout=timeout, **kw)
+
+
+def skip_without_toolchain(dsl: str):
+    """A module-wide autouse fixture: `available = skip_without_toolchain("jq")` skips the module's
+    tests when the DSL's toolchain cannot judge here (with the probe's reason)."""
+    @pytest.fixture(scope="module", autouse=True)
+    def available():
+        from dslbench import toolchains
+        probe = toolchains.probe(dsl)
+        if not probe.available:
+            pytest.skip(f"{dsl} toolchain unavailable here: {probe.reason}")
+    return available

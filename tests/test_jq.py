@@ -2,17 +2,14 @@
 outputs only; the gold's outputs go to the verdict's `expected` field."""
 import pytest
 
-from dslbench import pipeline, toolchains
+from conftest import skip_without_toolchain
+from dslbench import pipeline
 from dslbench.tasks import load_tasks
 
 TASKS = {t.id: t for t in load_tasks(["jq"])["jq"]}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def available():
-    probe = toolchains.probe("jq")
-    if not probe.available:
-        pytest.skip(f"jq toolchain unavailable here: {probe.reason}")
+available = skip_without_toolchain("jq")
 
 
 def test_semantic_mutant_keeps_the_gold_output_out_of_diagnostics():

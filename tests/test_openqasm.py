@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import skip_without_toolchain
 from dslbench import pipeline, toolchains
 from dslbench.tasks import Task, TaskError, load_task_file, load_tasks
 from dslbench.upstream import dump_task, write_tasks
@@ -18,11 +19,7 @@ QCB = FIXTURES / "qcircuitbench"
 H = 'OPENQASM 3.0;\ninclude "stdgates.inc";\n'
 
 
-@pytest.fixture(scope="module", autouse=True)
-def available():
-    probe = toolchains.probe("openqasm")
-    if not probe.available:
-        pytest.skip(f"openqasm toolchain unavailable here: {probe.reason}")
+available = skip_without_toolchain("openqasm")
 
 
 def make_task(gold: str, oracle: dict, context: dict | None = None) -> Task:

@@ -2,17 +2,14 @@
 the gold's canonical form (the answer itself) goes to the verdict's `expected` field only."""
 import pytest
 
-from dslbench import pipeline, toolchains
+from conftest import skip_without_toolchain
+from dslbench import pipeline
 from dslbench.tasks import load_tasks
 
 TASKS = {t.id: t for t in load_tasks(["smiles"])["smiles"]}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def available():
-    probe = toolchains.probe("smiles")
-    if not probe.available:
-        pytest.skip(f"smiles toolchain unavailable here: {probe.reason}")
+available = skip_without_toolchain("smiles")
 
 
 def test_semantic_mutant_keeps_the_gold_smiles_out_of_diagnostics():

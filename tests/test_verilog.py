@@ -2,17 +2,14 @@
 the gold's trace line and vector count go to the verdict's `expected` field only."""
 import pytest
 
-from dslbench import pipeline, toolchains
+from conftest import skip_without_toolchain
+from dslbench import pipeline
 from dslbench.tasks import load_tasks
 
 TASKS = {t.id: t for t in load_tasks(["verilog"])["verilog"]}
 
 
-@pytest.fixture(scope="module", autouse=True)
-def available():
-    probe = toolchains.probe("verilog")
-    if not probe.available:
-        pytest.skip(f"verilog toolchain unavailable here: {probe.reason}")
+available = skip_without_toolchain("verilog")
 
 
 def test_semantic_mutant_keeps_the_gold_trace_out_of_diagnostics():

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from conftest import skip_without_toolchain
 from dslbench import pipeline, toolchains
 from dslbench.tasks import Task, TaskError, load_task_file, load_tasks
 
@@ -14,11 +15,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "veriloga"
 H = '`include "disciplines.vams"\n'
 
 
-@pytest.fixture(scope="module", autouse=True)
-def available():
-    probe = toolchains.probe("veriloga")
-    if not probe.available:
-        pytest.skip(f"veriloga toolchain unavailable here: {probe.reason}")
+available = skip_without_toolchain("veriloga")
 
 
 def resistor(expr: str = "V(p, n) / r", name: str = "res_t", default: str = "1k") -> str:
