@@ -220,3 +220,29 @@ def test_name_resolution_is_not_exponential_in_nesting(tasks):
     assert syn["status"] == "pass", syn
     assert sem["status"] in ("pass", "fail") and sem["reason"] != "harness_error", sem
     assert wall < 30, f"{wall:.1f} s"
+
+
+def test_equal_bound_ranges_are_the_single_bound():
+    v = sys.modules[type(toolchains.get(DSL)).__module__]
+    assert v._mult("[2..2]") == v._mult("2") == "2"
+    assert v._mult("0..*") == v._mult("*") == "*"
+    assert v._mult("1..2") == "1..2" and v._mult("1..*") != v._mult("*")
+
+
+def test_target_transition_takes_the_previous_state_as_source(tasks):
+    t = tasks["sysml-010"]
+    program = t.gold.replace(
+        "        state standby;\n        state ventilating;\n        state alarm;\n"
+        "        transition first standby accept StartCmd then ventilating;\n"
+        "        transition first ventilating accept StopCmd then standby;\n"
+        "        transition first ventilating accept Fault then alarm;\n",
+        "        state standby;\n        accept StartCmd then ventilating;\n"
+        "        state ventilating;\n        accept StopCmd then standby;\n"
+        "        transition first ventilating accept Fault then alarm;\n        state alarm;\n")
+    assert program != t.gold
+    assert judge(t, program)[1]["status"] == "pass"
+    # the implicit source is the preceding state, so a shorthand placed after the wrong state fails
+    wrong = program.replace("        state standby;\n        accept StartCmd then ventilating;\n"
+                            "        state ventilating;\n",
+                            "        state standby;\n        state ventilating;\n        accept StartCmd then ventilating;\n")
+    assert judge(t, wrong)[1]["status"] == "fail"

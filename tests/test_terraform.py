@@ -234,3 +234,16 @@ def test_fallback_parser_is_used_and_recorded_without_terraform(fallback):
     assert out["syntax"]["status"] == "fail" and "quoted type constraints" in out["syntax"]["diagnostics"]
     out = pipeline.evaluate("terraform", task, task.gold.replace("resource \"aws_vpc\" \"main\" {", "resource \"aws_vpc\" {"))
     assert out["syntax"]["status"] == "fail"
+
+
+def test_refers_in_follows_each_value_of_a_for_each_over_the_resource():
+    """terraform-015: `for_each = aws_iam_user.u` with `user = each.value.name` refers to the user
+    resource; `each.key` (a plain string) does not."""
+    _real_terraform()
+    task = TASKS["terraform-015"]
+    program = task.equivalents[0].program
+    assert "for_each = aws_iam_user.u" in program and "each.value.name" in program
+    assert pipeline.evaluate("terraform", task, program)["semantic"]["status"] == "pass"
+    by_key = program.replace("user     = each.value.name", "user     = each.key")
+    sem = pipeline.evaluate("terraform", task, by_key)["semantic"]
+    assert sem["status"] == "fail" and "do not refer to the user resource" in sem["diagnostics"]

@@ -225,6 +225,21 @@ def test_effective_follows_transforms_and_default_types():
     assert v.effective({"field": "d", "timeUnit": "utcyearmonth"}, "x", ())["timeUnit"] == "yearmonth"
 
 
+def test_mark_props_resolve_through_config():
+    v = V()
+    want = {"mark": "boxplot", "mark_props": {"extent": "min-max"}}
+    plain = v.views({"mark": "boxplot"})
+    assert v.check_view(want, plain, "chart") is not None
+    assert v.check_view(want, plain, "chart", {"boxplot": {"extent": "min-max"}}) is None
+    assert v.check_view(want, plain, "chart", {"boxplot": {"extent": 1.5}}) is not None
+    # the mark's own value wins over config; composite marks ignore config.mark
+    own = v.views({"mark": {"type": "boxplot", "extent": 1.5}})
+    assert v.check_view(want, own, "chart", {"boxplot": {"extent": "min-max"}}) is not None
+    assert v.check_view(want, plain, "chart", {"mark": {"extent": "min-max"}}) is not None
+    bar = {"mark": "bar", "mark_props": {"color": "red"}}
+    assert v.check_view(bar, v.views({"mark": "bar"}), "chart", {"mark": {"color": "red"}}) is None
+
+
 def test_compare_marks_tolerance_and_multisets():
     v = V()
     want = [{"marktype": "rect", "props": {"x": ["a"], "y": ["b"]}, "constants": {},

@@ -237,12 +237,36 @@ class Extractor:
             words = self.src(trig[0]).replace("(", " ").split() if trig else []
             if len(words) > 1 and words[1] in ("after", "at", "when"):
                 trig_names = []     # a time or change trigger, not a signal name
-            rel.update(kind="transition", source=_text(src[0]) if src else "",
+            source = _text(src[0]) if src else ""
+            if not source and c == "TargetTransitionUsage":
+                source = self._previous_state(ctx)
+            rel.update(kind="transition", source=source,
                        trigger=_text(trig_names[0]) if trig_names else "",
                        target=_text(tgt[0]) if tgt else "")
         else:
             return
         self.relations.append(rel)
+
+    def _previous_state(self, ctx) -> str:
+        """The implicit source of a target transition (`accept S then t;` in a state body): the
+        lexically previous state usage in the same body (SysML v2 TargetTransitionUsage)."""
+        item = ctx
+        while item is not None and not _cls(item).endswith("BodyItem"):
+            item = item.parentCtx
+        if item is None or item.parentCtx is None:
+            return ""
+        name = ""
+        at = ctx.start.tokenIndex
+        for sib in item.parentCtx.getChildren():
+            if not _is_rule(sib):
+                continue
+            for part in [p for p in sib.getChildren() if _is_rule(p)] or [sib]:
+                if part.start.tokenIndex <= at <= part.stop.tokenIndex:
+                    return name
+                els = [n for n in _all(part) if _is_rule(n) and _is_element(n)]
+                if els and _cls(els[0]) in ("StateUsage", "ExhibitStateUsage"):
+                    name = self._name_of(list(_decl(els[0])))[0] or _first_name(els[0]) or name
+        return ""
 
     def behaviour_body(self, ctx, parent):
         """Shorthand successions in action/state bodies: `first a; then b;`, `action a; then action b;`,

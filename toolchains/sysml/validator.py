@@ -113,7 +113,15 @@ def _seg(ref: str) -> str:
 
 
 def _mult(text: str) -> str:
-    return text.replace(" ", "").strip("[]")
+    """A multiplicity's canonical text: a range whose bounds are equal is that single bound ([2..2] is
+    [2]) and [0..*] is [*] (KerML: a single bound n means n..n, and * alone means 0..*)."""
+    m = text.replace(" ", "").strip("[]")
+    lo, sep, hi = m.partition("..")
+    if sep and lo == hi:
+        return lo
+    if sep and lo == "0" and hi == "*":
+        return "*"
+    return m
 
 
 class Model:

@@ -37,6 +37,17 @@ refers(e, a) if {
 	ref_matches(ref, a)
 }
 
+# A resource config's attribute `key` refers to address `a` directly, or through `each.value` when the
+# resource iterates (for_each) over something that refers to `a` (for_each = aws_iam_user.u with
+# user = each.value.name refers to aws_iam_user.u).
+refers_in(c, key, a) if refers(c.expressions[key], a)
+
+refers_in(c, key, a) if {
+	some ref in c.expressions[key].references
+	ref_matches(ref, "each.value")
+	refers(c.for_each_expression, a)
+}
+
 ref_matches(ref, a) if ref == a
 
 ref_matches(ref, a) if startswith(ref, concat("", [a, "."]))

@@ -375,9 +375,28 @@ def check_channel(name: str, want: dict, fd, transforms: tuple, where: str) -> t
     return None
 
 
-def check_view(want: dict, got: dict, where: str) -> tuple[str, str] | None:
+def mark_prop(got: dict, prop: str, config: dict | None):
+    """The value Vega-Lite resolves for a mark property: the mark definition's own value, else the
+    top-level config for that mark type (config.<mark>, e.g. config.boxplot.extent), else config.mark
+    for primitive marks (composite marks such as boxplot read only their own config)."""
+    if prop in got["mark_def"]:
+        return got["mark_def"][prop]
+    config = config if isinstance(config, dict) else {}
+    own = config.get(got["mark"]) if isinstance(got["mark"], str) else None
+    if isinstance(own, dict) and prop in own:
+        return own[prop]
+    generic = config.get("mark")
+    if got["mark"] not in COMPOSITE_MARKS and isinstance(generic, dict) and prop in generic:
+        return generic[prop]
+    return None
+
+
+COMPOSITE_MARKS = {"boxplot", "errorbar", "errorband"}
+
+
+def check_view(want: dict, got: dict, where: str, config: dict | None = None) -> tuple[str, str] | None:
     """First difference between the intent view and the candidate's normalised view as (what the chart
-    does, what the intent expects), or None."""
+    does, what the intent expects), or None. `config` is the spec's top-level config (mark defaults)."""
     kind = _view_kind(want)
     gkind = got["kind"]
     if kind in CONCATS:
@@ -387,7 +406,7 @@ def check_view(want: dict, got: dict, where: str) -> tuple[str, str] | None:
             return (f"{where}: {len(got['children'])} concatenated views (wrong number)",
                     f"{where}: expected {len(want[kind])} concatenated views")
         for i, (w, g) in enumerate(zip(want[kind], got["children"])):
-            problem = check_view(w, g, f"{where}.{kind}[{i}]")
+            problem = check_view(w, g, f"{where}.{kind}[{i}]", config)
             if problem:
                 return problem
         return None
@@ -400,7 +419,7 @@ def check_view(want: dict, got: dict, where: str) -> tuple[str, str] | None:
             return (f"{where}: {len(got['children'])} layers (wrong number)",
                     f"{where}: expected {len(want['layer'])} layers")
         for i, (w, g) in enumerate(zip(want["layer"], got["children"])):
-            problem = check_view(w, g, f"{where}.layer[{i}]")
+            problem = check_view(w, g, f"{where}.layer[{i}]", config)
             if problem:
                 return problem
         return None
@@ -414,14 +433,14 @@ def check_view(want: dict, got: dict, where: str) -> tuple[str, str] | None:
             problem = check_channel(ch, w, got["facet"][ch], got["transforms"], where)
             if problem:
                 return problem
-        return check_view(want["spec"], got["child"], f"{where}.spec")
+        return check_view(want["spec"], got["child"], f"{where}.spec", config)
     # unit
     marks = _as_list(want["mark"])
     if got["mark"] not in marks:
         return f"{where}: mark is {got['mark']!r} (wrong mark)", f"{where}: expected mark {marks[0]!r}"
     for k, v in (want.get("mark_props") or {}).items():
-        if got["mark_def"].get(k) != v:
-            return (f"{where}: mark property {k} is {_short(got['mark_def'].get(k))} (wrong value)",
+        if mark_prop(got, k, config) != v:
+            return (f"{where}: mark property {k} is {_short(mark_prop(got, k, config))} (wrong value)",
                     f"{where}: expected mark property {k} {_short(v)}")
     for i, p in enumerate(want.get("params") or []):
         if not any(_param_matches(p, q) for q in got["params"]):
@@ -725,7 +744,7 @@ class Validator(Toolchain):
     # --- semantics -----------------------------------------------------------------------------
     def semantic(self, program, task, work):
         spec = json.loads(program)     # parsed only; the syntax level has accepted it
-        problem = check_view(task.oracle["intent"], views(spec), "chart")
+        problem = check_view(task.oracle["intent"], views(spec), "chart", spec.get("config"))
         if problem is None and "title" in task.oracle and _title_text(spec) != task.oracle["title"]:
             problem = (f"chart: title is {_short(_title_text(spec))} (wrong title)",
                        f"chart: expected title {_short(task.oracle['title'])}")
