@@ -45,3 +45,70 @@ def skip_without_toolchain(dsl: str):
         if not probe.available:
             pytest.skip(f"{dsl} toolchain unavailable here: {probe.reason}")
     return available
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _evaluate_in_child(conn, dsl, task, program):
+    from dslbench import pipeline
+    try:
+        conn.send(("ok", pipeline.evaluate(dsl, task, program)))
+    except BaseException as e:  # noqa: BLE001 - reported to the parent
+        conn.send(("crash", f"{type(e).__name__}: {e}"))
+    finally:
+        conn.close()
+
+
+def evaluate_in_fork(dsl: str, task, program: str, wall_s: float,
+                     rss_mb: float | None = None) -> tuple[dict | None, float, str]:
+    """pipeline.evaluate in a forked child, which sees this process's monkeypatched cards (lowered
+    limits). The child is killed past `wall_s` seconds or `rss_mb` MB resident, so a program that turns
+    the host side against itself cannot take the test process down; a killed child's work dirs are
+    removed. Returns (outcome or None, wall seconds, what went wrong on the host side or '')."""
+    import multiprocessing
+    import re
+    import tempfile
+    import time
+    ctx = multiprocessing.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+    child = ctx.Process(target=_evaluate_in_child, args=(send, dsl, task, program), daemon=True)
+    t0 = time.monotonic()
+    child.start()
+    send.close()
+    problem, message = "", None
+    while message is None:
+        if receive.poll(0.1):
+            try:
+                message = receive.recv()
+            except EOFError:
+                problem = f"the evaluating process died (exit {child.exitcode})"
+            break
+        rss = _rss_mb(child.pid) if rss_mb else 0.0
+        if rss_mb and rss > rss_mb:
+            problem = f"the host side of the evaluation grew past {rss_mb} MB ({rss:.0f} MB resident)"
+        elif time.monotonic() - t0 > wall_s:
+            problem = f"the host side of the evaluation ran longer than {wall_s:.0f} s"
+        elif not child.is_alive() and not receive.poll(0.1):
+            problem = f"the evaluating process died (exit {child.exitcode})"
+        if problem:
+            break
+    wall = time.monotonic() - t0
+    if child.is_alive() and problem:
+        child.kill()
+    child.join()
+    receive.close()
+    if problem:
+        for leftover in Path(tempfile.gettempdir()).glob(f"dslbench-*{child.pid}-*"):
+            if re.match(rf"dslbench-(?:[a-z]+-)*{child.pid}-", leftover.name):
+                shutil.rmtree(leftover, ignore_errors=True)
+    if message and message[0] == "crash":
+        problem = f"pipeline.evaluate raised {message[1]}"
+    return (message[1] if message and message[0] == "ok" else None), wall, problem

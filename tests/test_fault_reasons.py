@@ -25,18 +25,13 @@ correct one (then the fix is in: drop `known`).
 from __future__ import annotations
 
 import functools
-import multiprocessing
-import re
-import shutil
-import tempfile
-import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Callable
 
 import pytest
 
-from dslbench import pipeline, toolchains
+from conftest import evaluate_in_fork
+from dslbench import toolchains
 from dslbench.tasks import load_tasks
 
 FAULTS = {"timeout", "runtime_error", "resource_limit"}
@@ -313,31 +308,10 @@ def lower_limits(monkeypatch, tc, **limits) -> None:
     monkeypatch.setitem(tc.card, "limits", {**tc.card.get("limits", {}), **limits})
 
 
-def _child(conn, dsl, task, program):
-    conn.send(pipeline.evaluate(dsl, task, program))
-    conn.close()
-
-
 def evaluate_within(dsl: str, task, program: str, deadline_s: float) -> tuple[dict | None, float]:
     """pipeline.evaluate in a forked child (it sees the lowered limits): (outcome or None if it did not
     return within deadline_s, wall seconds). A late child is killed (its sandboxes die with it)."""
-    ctx = multiprocessing.get_context("fork")
-    receive, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_child, args=(send, dsl, task, program), daemon=True)
-    t0 = time.monotonic()
-    child.start()
-    send.close()
-    try:
-        outcome = receive.recv() if receive.poll(deadline_s) else None
-    except EOFError:             # the child died without an answer
-        outcome = None
-    wall = time.monotonic() - t0
-    if child.is_alive() and outcome is None:
-        child.kill()
-    child.join()
-    for leftover in Path(tempfile.gettempdir()).glob(f"dslbench-*{child.pid}-*"):   # work dirs of a killed child
-        if re.match(rf"dslbench-(?:[a-z]+-)*{child.pid}-", leftover.name):
-            shutil.rmtree(leftover, ignore_errors=True)
+    outcome, wall, _ = evaluate_in_fork(dsl, task, program, deadline_s)
     return outcome, wall
 
 

@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import functools
 import json
-import multiprocessing
 import os
 import socket
 import threading
@@ -47,6 +46,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import evaluate_in_fork
 from dslbench import pipeline, sandbox, toolchains
 from dslbench.paths import repo_root
 from dslbench.tasks import load_tasks
@@ -416,63 +416,9 @@ def traps():
 
 # --- the host side of one evaluation, guarded --------------------------------------------------
 
-def _rss_mb(pid: int) -> float:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    except OSError:
-        pass
-    return 0.0
-
-
-def _evaluate_in_child(conn, dsl, task, program):
-    try:
-        conn.send(("ok", pipeline.evaluate(dsl, task, program)))
-    except BaseException as e:  # noqa: BLE001 - reported to the parent
-        conn.send(("crash", f"{type(e).__name__}: {e}"))
-    finally:
-        conn.close()
-
-
 def evaluate_guarded(dsl: str, task, program: str, wall_s: float) -> tuple[dict | None, float, str]:
-    """pipeline.evaluate in a forked child (it sees this process's monkeypatched cards).
-
-    A program that turns the host side against itself (e.g. a report file that never ends) would
-    otherwise take the test process down: the child is killed past HOST_RSS_MB or `wall_s`.
-    Returns (outcome or None, wall seconds, problem or '').
-    """
-    ctx = multiprocessing.get_context("fork")
-    receive, send = ctx.Pipe(duplex=False)
-    child = ctx.Process(target=_evaluate_in_child, args=(send, dsl, task, program), daemon=True)
-    t0 = time.monotonic()
-    child.start()
-    send.close()
-    problem, message = "", None
-    while message is None:
-        if receive.poll(0.1):
-            try:
-                message = receive.recv()
-            except EOFError:
-                problem = f"the evaluating process died (exit {child.exitcode})"
-            break
-        rss = _rss_mb(child.pid)
-        if rss > HOST_RSS_MB:
-            problem = f"the host side of the evaluation grew past {HOST_RSS_MB} MB ({rss:.0f} MB resident)"
-        elif time.monotonic() - t0 > wall_s:
-            problem = f"the host side of the evaluation ran longer than {wall_s:.0f} s"
-        elif not child.is_alive() and not receive.poll(0.1):
-            problem = f"the evaluating process died (exit {child.exitcode})"
-        if problem:
-            break
-    wall = time.monotonic() - t0
-    if child.is_alive() and problem:
-        child.kill()
-    child.join()
-    receive.close()
-    if message and message[0] == "crash":
-        problem = f"pipeline.evaluate raised {message[1]}"
-    return (message[1] if message and message[0] == "ok" else None), wall, problem
+    """pipeline.evaluate in a forked child killed past HOST_RSS_MB or `wall_s` (conftest.evaluate_in_fork)."""
+    return evaluate_in_fork(dsl, task, program, wall_s, rss_mb=HOST_RSS_MB)
 
 
 def lowered_limits(monkeypatch, tc, timeout_s: float) -> None:
