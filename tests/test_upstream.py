@@ -1,8 +1,10 @@
-"""Importing upstream tasks is all or nothing, and what is written loads strictly."""
+"""Importing upstream tasks: one bad record is skipped with a reason, what is written loads strictly."""
 import pytest
 
+from dslbench import cli, toolchains
 from dslbench.tasks import TaskError, load_task_file
-from dslbench.upstream import dump_task, write_tasks
+from dslbench.upstream import Imported, NotThisBenchmark, Skip, convert_each, dump_task, import_upstream, \
+    sample_tasks, write_tasks
 
 
 def upstream_task(i, **over):
@@ -33,3 +35,88 @@ def test_one_bad_record_writes_nothing(tmp_path):
 def test_dump_orders_fields_like_the_schema():
     text = dump_task(upstream_task(3))
     assert text.index("id:") < text.index("instruction:") < text.index("gold:") < text.index("provenance:")
+
+
+def test_a_strict_write_without_a_skip_list_raises_but_an_import_skips_the_bad_task(tmp_path):
+    skipped = []
+    paths = write_tasks("jq", [upstream_task(1), upstream_task(2, difficulty="Extra Hard")], tmp_path, skipped)
+    assert [p.name for p in paths] == ["jq-up-1.yaml"]
+    assert [(s.record, s.reason) for s in skipped] == [("2", "invalid_task")]
+    assert "difficulty" in skipped[0].detail
+
+
+def test_convert_each_skips_a_malformed_record_and_a_duplicate_and_keeps_the_rest():
+    def convert(rid, rec):
+        if rec == "short":
+            return Skip(rid, "no_solution", "record has no solution")
+        return upstream_task(rec["n"])          # a record without "n" is malformed (KeyError)
+
+    got = convert_each([("a", {"n": 1}), ("b", {}), ("c", "short"), ("d", {"n": 1}), ("e", {"n": 2})], convert)
+    assert [t["id"] for t in got.tasks] == ["jq-up-1", "jq-up-2"]
+    assert [(s.record, s.reason) for s in got.skipped] == [("b", "malformed_record"), ("c", "no_solution"),
+                                                           ("d", "duplicate_id")]
+    assert "missing field 'n'" in got.skipped[0].detail and got.read == 5
+
+
+def test_sample_is_reproducible_and_stratified_by_difficulty():
+    tasks = [upstream_task(i, difficulty=("easy", "medium", "hard")[i % 3]) for i in range(30)]
+    a, b = sample_tasks(tasks, 9, seed=3), sample_tasks(tasks, 9, seed=3)
+    assert [t["id"] for t in a] == [t["id"] for t in b]
+    assert sorted(t["difficulty"] for t in a) == ["easy"] * 3 + ["hard"] * 3 + ["medium"] * 3
+    assert [t["id"] for t in sample_tasks(tasks, 9, seed=4)] != [t["id"] for t in a]
+    assert len(sample_tasks(tasks, 100)) == 30
+
+
+@pytest.fixture
+def fake_importer(monkeypatch):
+    """jq's toolchain with an importer that reads one JSON list (a stand-in format for the plumbing only)."""
+    import json
+    tc = toolchains.get("jq")
+
+    def importer(source):
+        if source.suffix != ".json":
+            raise NotThisBenchmark(f"{source}: not the example benchmark's data file")
+        return convert_each(enumerate(json.loads(source.read_text())), lambda i, rec: upstream_task(rec["n"]))
+    monkeypatch.setattr(tc, "import_upstream", importer, raising=False)
+    return tc
+
+
+def test_import_summary_counts_read_imported_and_skipped_by_reason(tmp_path, fake_importer, capsys):
+    src = tmp_path / "bench.json"
+    src.write_text('[{"n": 1}, {"m": 2}, {"n": 3}]')
+    report = import_upstream("jq", src, tmp_path / "out")
+    assert (report.read, len(report.written), report.reasons()) == (3, 2, {"malformed_record": 1})
+    assert cli.main(["import", "jq", str(src), "--out", str(tmp_path / "out2"),
+                     "--skipped-csv", str(tmp_path / "skipped.csv")]) == 0
+    out = capsys.readouterr().out
+    assert "read 3 record(s), imported 2, skipped 1" in out and "malformed_record" in out
+    assert "1,malformed_record,missing field 'n'" in (tmp_path / "skipped.csv").read_text()
+
+
+def test_import_of_the_wrong_source_or_of_nothing_is_a_clear_error_not_a_traceback(tmp_path, fake_importer, capsys):
+    (tmp_path / "notes.txt").write_text("hello")
+    assert cli.main(["import", "jq", str(tmp_path / "notes.txt"), "--out", str(tmp_path / "o")]) == 2
+    assert "not the example benchmark's data file" in capsys.readouterr().err
+    empty = tmp_path / "empty.json"
+    empty.write_text('[{"m": 1}]')
+    assert cli.main(["import", "jq", str(empty), "--out", str(tmp_path / "o")]) == 2
+    assert "nothing could be imported" in capsys.readouterr().err
+    assert cli.main(["import", "jq", str(tmp_path / "missing"), "--out", str(tmp_path / "o")]) == 2
+
+
+def test_an_importer_crashing_on_the_whole_source_is_reported_plainly(tmp_path, monkeypatch, capsys):
+    def importer(source):
+        raise ValueError("no task JSON found")
+    monkeypatch.setattr(toolchains.get("jq"), "import_upstream", importer, raising=False)
+    assert cli.main(["import", "jq", str(tmp_path), "--out", str(tmp_path / "o")]) == 2
+    assert "cannot be read as the jq upstream benchmark: no task JSON found" in capsys.readouterr().err
+
+
+def test_import_verify_runs_the_imported_gold_through_both_levels(tmp_path, fake_importer, capsys, monkeypatch):
+    if not toolchains.probe("jq").available:
+        pytest.skip("jq toolchain unavailable here")
+    monkeypatch.setenv("DSLBENCH_TASKS", str(tmp_path / "out"))   # --verify points the self-check at the import
+    src = tmp_path / "bench.json"
+    src.write_text('[{"n": 1}]')
+    assert cli.main(["import", "jq", str(src), "--out", str(tmp_path / "out"), "--verify"]) == 0
+    assert "gold through both levels: 1/1 pass" in capsys.readouterr().out

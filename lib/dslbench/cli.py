@@ -97,11 +97,11 @@ def _print_rates(table) -> None:
         print("no verdicts")
         return
     print(metrics.rates(table)[RATE_VIEW].to_string(index=False, float_format=lambda x: f"{x:.2f}"))
-    samples = table.groupby(["dsl", "task_id", "model", "method"])["sample"].nunique().max() if "sample" in table else 1
+    samples = metrics.samples_per_task(table)
     if samples > 1:   # repeated sampling (--samples N): the unbiased pass@k, k up to N
-        ks = sorted({1, *[k for k in (2, 5, 10, 20, 50, 100) if k <= samples], samples})
         print(f"\nsemantic pass@k (%) over {samples} samples per task:")
-        print(metrics.pass_at_k(table, ks).to_string(index=False, float_format=lambda x: f"{x:.2f}"))
+        print(metrics.pass_at_k(table, metrics.default_ks(samples)).to_string(index=False,
+                                                                             float_format=lambda x: f"{x:.2f}"))
     ex = metrics.exclusions(table, by=("dsl",))
     if len(ex):
         print("\nexcluded from the rates (by DSL, status and reason):")
@@ -148,10 +148,47 @@ def cmd_selfcheck(args) -> int:
 
 
 def cmd_import(args) -> int:
+    """Import an upstream benchmark: a summary of what was read, imported and skipped (by reason)."""
+    from .errors import UserError
     from .upstream import import_upstream
-    written = import_upstream(args.dsl_name, Path(args.source), Path(args.out))
-    print(f"imported {len(written)} task(s) into {Path(args.out) / args.dsl_name}")
-    print(f"run them with: DSLBENCH_TASKS={Path(args.out).resolve()} dslbench generate --dsl {args.dsl_name} ...")
+    report = import_upstream(args.dsl_name, Path(args.source), Path(args.out), args.sample, args.seed)
+    print(report.summary())
+    if args.skipped_csv:
+        import csv
+        with open(args.skipped_csv, "w", newline="", encoding="utf-8") as f:
+            w = csv.writer(f)
+            w.writerow(["record", "reason", "detail"])
+            w.writerows([s.record, s.reason, s.detail] for s in report.skipped)
+        print(f"skipped records with reasons: {args.skipped_csv}")
+    if not report.written:
+        raise UserError(f"{args.source}: nothing could be imported as {args.dsl_name} tasks "
+                        f"({report.read} record(s) read; reasons above)")
+    out = Path(args.out).resolve()
+    print(f"imported {len(report.written)} task(s) into {out / args.dsl_name}")
+    if args.verify:
+        return _verify_import(args.dsl_name, out)
+    print(f"check the gold with: dslbench import --verify ...; run them with: "
+          f"DSLBENCH_TASKS={out} dslbench generate --dsl {args.dsl_name} ...")
+    return 0
+
+
+def _verify_import(dsl: str, tree: Path) -> int:
+    """Run the imported gold through both levels (the self-check on the imported tree)."""
+    import os
+    from .pipeline import selfcheck
+    os.environ["DSLBENCH_TASKS"] = str(tree)
+    df = selfcheck([dsl])
+    gold = df[df["program"] == "gold"]
+    judged = gold[gold["ok"].notna()]
+    passed = int((judged["ok"] == True).sum())  # noqa: E712  (object column: True, False or None)
+    print(f"gold through both levels: {passed}/{len(judged)} pass"
+          + (f", {len(gold) - len(judged)} unavailable (no toolchain here)" if len(judged) < len(gold) else ""))
+    for r in gold[gold["ok"] == False].itertuples():  # noqa: E712
+        print(f"  {r.task_id}: syntax {r.syntax} ({r.syntax_reason}), semantic {r.semantic} ({r.semantic_reason}): "
+              f"{(r.syntax_diagnostics or r.semantic_diagnostics or '')[:160]}")
+    killed = df[(df["program"].isin(["syntax", "semantic"])) & df["ok"].notna()]
+    if len(killed):
+        print(f"known-bad programs failing their level: {int((killed['ok'] == True).sum())}/{len(killed)}")  # noqa: E712
     return 0
 
 
@@ -305,6 +342,11 @@ def main(argv=None) -> int:
     p.add_argument("dsl_name", metavar="DSL")
     p.add_argument("source", help="the upstream file or folder, in its published layout")
     p.add_argument("--out", default="data/upstream", help="task tree to write into (default: data/upstream)")
+    p.add_argument("--sample", type=int, default=None, metavar="N",
+                   help="keep N tasks, drawn reproducibly and stratified by difficulty")
+    p.add_argument("--seed", type=int, default=0, help="seed of --sample (default 0)")
+    p.add_argument("--verify", action="store_true", help="then run the imported gold through both levels")
+    p.add_argument("--skipped-csv", default=None, metavar="FILE", help="write every skipped record and its reason")
     p.set_defaults(fn=cmd_import)
 
     p = sub.add_parser("audit", help="the reviewer's audit of the judges: sample, mark, report")

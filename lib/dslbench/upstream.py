@@ -1,20 +1,81 @@
 """Import an upstream benchmark (in its own published layout) into our task schema.
 
-Each DSL's validator may implement `import_upstream(source) -> list[dict]`, returning task
-dictionaries in our schema with `provenance: {source: upstream, benchmark, upstream_id, licence}`.
-`write_tasks` turns them into task files and loads every one back strictly; if any is malformed,
-nothing is left behind.
+Each DSL's validator may implement `import_upstream(source) -> Imported`: the task dictionaries in
+our schema (with `provenance: {source: upstream, benchmark, upstream_id, licence}`) and one `Skip`
+per upstream record it could not convert, with a reason code. `convert_each` gives an importer the
+per-record isolation for free: one bad record is skipped with its reason, never the whole import.
+`write_tasks` loads every task back strictly before writing it; one that does not load is skipped
+too (reason `invalid_task`), so whatever is written is a valid task file.
+
+An importer raises `NotThisBenchmark` when the source is not the benchmark's published layout at all
+(the user pointed at the wrong folder): that, or nothing importable, is the only failed import.
 """
 from __future__ import annotations
 
+import random
 import shutil
 import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Callable, Iterable
 
 import yaml
 
 from . import toolchains
-from .tasks import load_task_file
+from .errors import UserError
+from .tasks import TaskError, load_task_file
+
+
+class NotThisBenchmark(UserError):
+    """The source given to an importer is not the upstream benchmark's published layout."""
+
+
+@dataclass(frozen=True)
+class Skip:
+    """One upstream record that was not imported: which one, a reason code (snake_case), the detail."""
+    record: str
+    reason: str
+    detail: str = ""
+
+
+@dataclass
+class Imported:
+    """What an importer made of a source: tasks in our schema and the records it skipped."""
+    tasks: list[dict] = field(default_factory=list)
+    skipped: list[Skip] = field(default_factory=list)
+
+    @property
+    def read(self) -> int:
+        return len(self.tasks) + len(self.skipped)
+
+
+def convert_each(records: Iterable[tuple[str, Any]], convert: Callable[[str, Any], Any],
+                 progress: bool = False, total: int | None = None) -> Imported:
+    """Convert (record id, record) pairs one by one with `convert(record_id, record)`.
+
+    `convert` returns a task dict, a list of task dicts, or a `Skip`; an exception it raises skips
+    that record with reason `malformed_record` and the message, so one bad record never aborts the
+    import. A task id seen before is skipped as `duplicate_id`.
+    """
+    from tqdm.auto import tqdm
+    out, seen = Imported(), set()
+    for record_id, record in tqdm(records, total=total, desc="import", unit="record", disable=not progress):
+        try:
+            made = convert(record_id, record)
+        except (KeyError, ValueError, TypeError, AttributeError, IndexError, OSError, yaml.YAMLError) as e:
+            kind = f"missing field {e}" if isinstance(e, KeyError) else f"{type(e).__name__}: {e}"
+            out.skipped.append(Skip(str(record_id), "malformed_record", kind))
+            continue
+        for item in (made if isinstance(made, list) else [made]):
+            if isinstance(item, Skip):
+                out.skipped.append(item)
+            elif item["id"] in seen:
+                out.skipped.append(Skip(str(record_id), "duplicate_id", f"task id {item['id']} made twice"))
+            else:
+                seen.add(item["id"])
+                out.tasks.append(item)
+    return out
 
 
 class _BlockDumper(yaml.SafeDumper):
@@ -29,7 +90,7 @@ def _str(dumper, value: str):
 _BlockDumper.add_representer(str, _str)
 
 FIELD_ORDER = ["id", "dsl", "domain", "title", "difficulty", "constructs", "failure_modes", "instruction",
-               "context", "gold", "oracle", "provenance", "split", "mutants"]
+               "context", "gold", "oracle", "equivalents", "provenance", "split", "mutants"]
 
 
 def dump_task(task: dict) -> str:
@@ -37,8 +98,13 @@ def dump_task(task: dict) -> str:
     return yaml.dump(ordered, Dumper=_BlockDumper, sort_keys=False, allow_unicode=True, width=100)
 
 
-def write_tasks(dsl: str, tasks: list[dict], out_dir: Path) -> list[Path]:
-    """Write tasks to out_dir/<dsl>/<id>.yaml, all or nothing."""
+def write_tasks(dsl: str, tasks: list[dict], out_dir: Path, skipped: list[Skip] | None = None) -> list[Path]:
+    """Write tasks to out_dir/<dsl>/<id>.yaml, each loaded back strictly first.
+
+    With a `skipped` list, a task that does not load is left out and recorded there (`invalid_task`);
+    without one, it raises its TaskError and nothing is written. Files are staged and moved in only
+    once all are checked, so an interrupted import leaves no half-written file behind.
+    """
     tc = toolchains.get(dsl)
     final = Path(out_dir) / dsl
     staging = Path(tempfile.mkdtemp(prefix=f"import-{dsl}-"))
@@ -48,7 +114,14 @@ def write_tasks(dsl: str, tasks: list[dict], out_dir: Path) -> list[Path]:
         for task in tasks:
             path = stage / f"{task['id']}.yaml"
             path.write_text(dump_task(task), encoding="utf-8")
-            load_task_file(path, tc.check_oracle)
+            try:
+                load_task_file(path, tc.check_oracle)
+            except TaskError as e:
+                if skipped is None:
+                    raise
+                path.unlink()
+                upstream_id = (task.get("provenance") or {}).get("upstream_id", task["id"])
+                skipped.append(Skip(str(upstream_id), "invalid_task", str(e).replace(str(stage) + "/", "")))
         final.mkdir(parents=True, exist_ok=True)
         written = []
         for path in sorted(stage.glob("*.yaml")):
@@ -60,6 +133,81 @@ def write_tasks(dsl: str, tasks: list[dict], out_dir: Path) -> list[Path]:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def import_upstream(dsl: str, source: Path, out_dir: Path) -> list[Path]:
-    tasks = toolchains.get(dsl).import_upstream(Path(source))
-    return write_tasks(dsl, tasks, out_dir)
+def sample_tasks(tasks: list[dict], n: int, seed: int = 0) -> list[dict]:
+    """n tasks drawn reproducibly, stratified by difficulty (proportional, every level kept if it can be)."""
+    if n >= len(tasks):
+        return list(tasks)
+    rng = random.Random(seed)
+    by_level: dict[str, list[dict]] = {}
+    for t in sorted(tasks, key=lambda t: t["id"]):
+        by_level.setdefault(t.get("difficulty", ""), []).append(t)
+    # largest-remainder allocation of n over the levels
+    quota = {k: n * len(v) / len(tasks) for k, v in by_level.items()}
+    take = {k: int(q) for k, q in quota.items()}
+    for k in sorted(quota, key=lambda k: (quota[k] - take[k], k), reverse=True)[: n - sum(take.values())]:
+        take[k] += 1
+    picked = [t for k, v in sorted(by_level.items()) for t in rng.sample(v, take[k])]
+    return sorted(picked, key=lambda t: t["id"])
+
+
+def _legacy(tc, made) -> Imported:
+    """An importer not yet returning `Imported`: its task list and whatever skip list it kept."""
+    if isinstance(made, Imported):
+        return made
+    if isinstance(made, tuple) and len(made) == 2:
+        tasks, skips = made
+    else:
+        tasks = made
+        skips = next((getattr(tc, a) for a in ("skipped", "last_skipped", "last_import_skipped")
+                      if getattr(tc, a, None)), [])
+    out = Imported(list(tasks))
+    for s in skips:
+        if isinstance(s, Skip):
+            out.skipped.append(s)
+        elif isinstance(s, (tuple, list)):
+            out.skipped.append(Skip(str(s[0]), "skipped", str(s[1]) if len(s) > 1 else ""))
+        else:
+            out.skipped.append(Skip("", "skipped", str(s)))
+    return out
+
+
+@dataclass
+class ImportReport:
+    dsl: str
+    read: int
+    written: list[Path]
+    skipped: list[Skip]
+    sampled_out: int = 0
+
+    def reasons(self) -> Counter:
+        return Counter(s.reason for s in self.skipped)
+
+    def summary(self) -> str:
+        lines = [f"{self.dsl}: read {self.read} record(s), imported {len(self.written)}, "
+                 f"skipped {len(self.skipped)}" + (f", left out by --sample {self.sampled_out}" if self.sampled_out else "")]
+        for reason, n in self.reasons().most_common():
+            example = next(s for s in self.skipped if s.reason == reason)
+            lines.append(f"  {n:6d}  {reason}  (e.g. {example.record}: {example.detail[:120]})")
+        return "\n".join(lines)
+
+
+def import_upstream(dsl: str, source: Path, out_dir: Path, sample: int | None = None, seed: int = 0) -> ImportReport:
+    """Import `source` for `dsl` into out_dir/<dsl>/: what was written, what was skipped and why."""
+    source = Path(source)
+    if not source.exists():
+        raise UserError(f"{source}: no such file or folder (give the upstream clone or unpacked archive)")
+    tc = toolchains.get(dsl)
+    try:
+        made = _legacy(tc, tc.import_upstream(source))
+    except UserError:
+        raise
+    except (ValueError, KeyError, TypeError, OSError, yaml.YAMLError) as e:  # a whole-source failure, told plainly
+        kind = f"missing field {e}" if isinstance(e, KeyError) else str(e)
+        raise NotThisBenchmark(f"{source}: cannot be read as the {dsl} upstream benchmark: {kind}") from None
+    tasks, sampled_out = made.tasks, 0
+    if sample is not None:
+        tasks = sample_tasks(made.tasks, sample, seed)
+        sampled_out = len(made.tasks) - len(tasks)
+    skipped = list(made.skipped)
+    written = write_tasks(dsl, tasks, out_dir, skipped)
+    return ImportReport(dsl, made.read, written, skipped, sampled_out)
