@@ -220,6 +220,40 @@ def test_report_prints_pass_at_k_when_there_are_several_samples(capsys):
     assert f"{100 * 1 / 3:.2f}" in out      # pass@1 = mean(1/3, 1/3)
 
 
+def _sampled_table():
+    """Two tasks x 4 samples drawn at temperature 0.8: A passes 1 of 4, B 3 of 4."""
+    from dslbench.store import VERDICT_COLUMNS
+    wins = {("A", 2), ("B", 0), ("B", 1), ("B", 3)}
+    rows = [{**{c: None for c in VERDICT_COLUMNS}, "dsl": "jq", "task_id": t, "model": "m", "method": "baseline",
+             "sample": s, "syntax_status": "pass", "semantic_status": "pass" if (t, s) in wins else "fail",
+             "syntax_reason": "ok", "semantic_reason": "ok" if (t, s) in wins else "wrong_output",
+             "judge_exact": True, "temperature": 0.8} for t in "AB" for s in range(4)]
+    return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
+
+
+def test_the_cell_table_and_the_results_page_carry_pass_at_k_when_there_are_several_samples():
+    from dslbench import book
+    from dslbench.analysis import cells as C
+    table = _sampled_table()
+    cell = C.cell_table(table).iloc[0]
+    a2, b2 = 1 - math.comb(3, 2) / math.comb(4, 2), 1.0           # closed form per task
+    assert cell["samples"] == 4 and cell["pass@1_pct"] == pytest.approx(100 * (1 / 4 + 3 / 4) / 2)
+    assert cell["pass@2_pct"] == pytest.approx(100 * (a2 + b2) / 2) and cell["pass@4_pct"] == pytest.approx(100)
+    assert cell["pass@1_pct"] == pytest.approx(cell["semantic_pct"])
+    page = book.results_md(table, "r")
+    assert "## pass@k" in page and "4 samples per task at temperature 0.8" in page and "pass@2 %" in page
+    one = table[table["sample"] == 0]
+    assert "samples" not in C.cell_table(one) and "pass@k" not in book.results_md(one, "r")
+
+
+def test_repeated_sampling_at_temperature_zero_is_refused_before_any_call(tmp_path):
+    from dslbench.errors import UserError
+    from dslbench.pipeline import run_generation
+    with pytest.raises(UserError, match="repeated sampling needs a temperature above 0"):
+        run_generation(tmp_path / "run", ["jq"], None, limit=1, samples=3)
+    assert not (tmp_path / "run" / "generations.jsonl").exists()
+
+
 def test_missingness_by_model_flags_a_judge_that_fails_one_models_programs():
     rows = []
     for m, missing in (("a", 2), ("b", 18)):          # the stand-in cannot judge most of b's programs

@@ -112,6 +112,16 @@ def results_md(table: pd.DataFrame, run_name: str) -> str:
                     f"<td><a href='{link}'>{fmt(r['semantic_pct'])}</a></td><td>{judge}</td></tr>")
     lines += ["```{raw} html", head + "".join(rows) + "</tbody></table>", "```", "",
               "[All task logs](../tasks/index.html)", ""]
+    samples = metrics.samples_per_task(table)
+    if samples > 1:
+        ks = metrics.default_ks(samples)
+        pk = metrics.with_pass_at_k(rates[list(metrics.GROUP)], table)
+        lines += ["## pass@k", "", f"This run drew {samples} samples per task at temperature "
+                  f"{_temperatures(table)}. pass@k is the chance that at least one of k samples passes the semantic "
+                  "level, estimated without bias from each task's n samples with c passes as "
+                  "$1 - \\binom{n-c}{k} / \\binom{n}{k}$ (Chen et al., 2021) and averaged over tasks; "
+                  "pass@1 equals the semantic rate above when every task has all its samples evaluated.", "",
+                  _md_table(pk.rename(columns={f"pass@{k}_pct": f"pass@{k} %" for k in ks}).round(1)), ""]
     macro = rates[rates["evaluated"] > 0]
     if not macro.empty:
         lines += ["The headline aggregate is the macro mean over DSL-model cells $c$ with at least one evaluated task,",
@@ -130,6 +140,14 @@ def results_md(table: pd.DataFrame, run_name: str) -> str:
                   + ".", "```", ""]
     lines += judged_md(table)
     return "\n".join(lines)
+
+
+def _temperatures(table: pd.DataFrame) -> str:
+    """The temperature(s) the run's generations were drawn at, as recorded."""
+    if "temperature" not in table:
+        return "(not recorded)"
+    temps = sorted({float(t) for t in table["temperature"].dropna()})
+    return ", ".join(f"{t:g}" for t in temps) or "(not recorded)"
 
 
 def judged_md(table: pd.DataFrame) -> list[str]:

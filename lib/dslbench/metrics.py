@@ -122,6 +122,18 @@ def pass_at_k_estimate(n: int, c: int, k: int) -> float:
     return float(1.0 - np.prod(1.0 - k / np.arange(n - c + 1, n + 1)))   # the product form, stable for large n
 
 
+def samples_per_task(verdicts: pd.DataFrame) -> int:
+    """The largest number of samples any (dsl, task, model, method) has: 1 for the paper's protocol."""
+    if verdicts.empty or "sample" not in verdicts:
+        return 1
+    return int(verdicts.groupby(["dsl", "task_id", "model", "method"])["sample"].nunique().max())
+
+
+def default_ks(samples: int) -> list[int]:
+    """The k reported for N samples per task: 1, the usual 2/5/10/20/50/100 up to N, and N itself."""
+    return sorted({1, *[k for k in (2, 5, 10, 20, 50, 100) if k <= samples], samples})
+
+
 def pass_at_k(verdicts: pd.DataFrame, ks=(1,), level: str = "semantic", by=GROUP) -> pd.DataFrame:
     """Per group: mean over tasks of the unbiased pass@k (%), from each task's evaluated samples.
 
@@ -143,6 +155,20 @@ def pass_at_k(verdicts: pd.DataFrame, ks=(1,), level: str = "semantic", by=GROUP
             row[f"tasks_below_{k}"] = int((g["n"] < k).sum())
         rows.append(row)
     return pd.DataFrame(rows, columns=[*by, "tasks", *[c for k in ks for c in (f"pass@{k}_pct", f"tasks_below_{k}")]])
+
+
+def with_pass_at_k(cells: pd.DataFrame, verdicts: pd.DataFrame, by=GROUP) -> pd.DataFrame:
+    """The cells with `samples` and semantic `pass@k_pct` columns when the run drew several samples per task.
+
+    With one sample per task (the paper's protocol) the cells are returned unchanged: pass@1 is then
+    the semantic rate itself.
+    """
+    samples = samples_per_task(verdicts)
+    if samples <= 1 or cells.empty:
+        return cells
+    ks = default_ks(samples)
+    pk = pass_at_k(verdicts, ks, by=by)[[*by, *[f"pass@{k}_pct" for k in ks]]]
+    return cells.merge(pk, on=list(by), how="left").assign(samples=samples)
 
 
 def _count_reasons(reasons: pd.Series) -> str:

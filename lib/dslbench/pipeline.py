@@ -137,6 +137,12 @@ def run_generation(run_dir, dsls=None, models=None, limit=None, samples: int = 1
     specs = {m: resolve_model(m, **endpoint) for m in models}
     user_params = dict(params or {})
     params = {**DEFAULT_PARAMS, **user_params}
+    if samples < 1:
+        raise UserError(f"option --samples: must be at least 1, got {samples}")
+    if samples > 1 and not float(params.get("temperature") or 0) > 0:
+        # at temperature 0 every sample is the same reply: pass@k would count one answer N times
+        raise UserError(f"option --samples {samples}: repeated sampling needs a temperature above 0 "
+                        f"(e.g. --params '{{\"temperature\": 0.8}}'); it is {params.get('temperature')}")
     # one decoding protocol (decoding.py): max_tokens per DSL from all its golds, unless the user set it
     budgets = {dsl: (user_params["max_tokens"], "user") if "max_tokens" in user_params else
                decoding.token_budget(toolchains.get(dsl).card, [t.gold for t in load_tasks([dsl])[dsl]])

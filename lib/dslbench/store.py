@@ -238,7 +238,7 @@ VERDICT_COLUMNS = ["schema", "run", *KEY_FIELDS, "domain", "difficulty", "split"
                    "syntax_command", "semantic_command", "syntax_log", "semantic_log",
                    "syntax_duration_s", "semantic_duration_s", "sandbox", "generation_status",
                    "prompt", "raw_output", "reasoning", "finish_reason", "program", "extraction_rule", "prompt_version",
-                   "revision", "started", "finished"]
+                   "temperature", "revision", "started", "finished"]
 
 
 def flatten_verdicts(records: Iterable[dict]) -> pd.DataFrame:

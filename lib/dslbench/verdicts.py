@@ -205,6 +205,7 @@ class VerdictRecord:
                 "toolchain": self.judge.toolchain, "toolchain_version": self.judge.version,
                 "dialect": self.judge.dialect, "judge_exact": self.judge.exact, "validator": self.judge.validator,
                 "judge_stand_in_for": self.judge.stand_in_for,
+                "temperature": (g.get("params") or {}).get("temperature"),   # pass@k needs to say what it sampled at
                 "syntax": self.syntax, "semantic": self.semantic,
                 "sandbox": self.syntax.get("sandbox") or self.semantic.get("sandbox") or "",
                 "revision": self.revision, "started": self.started, "finished": self.finished, **self.extra}

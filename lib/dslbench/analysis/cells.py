@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..metrics import JUDGED, classify, overall, rates  # noqa: F401 (the one definition, re-exported)
+from ..metrics import JUDGED, classify, overall, rates, with_pass_at_k  # noqa: F401 (the one definition, re-exported)
 
 DEFAULT_METHOD = "baseline"
 
@@ -58,11 +58,15 @@ CELL_COLUMNS = ["dsl", "model", "method", "records", "evaluated", "tasks_evaluat
 
 
 def cell_table(verdicts: pd.DataFrame, method: str | None = DEFAULT_METHOD, dsls=None, models=None) -> pd.DataFrame:
-    """One row per DSL x model (x method): counts, pass rates (%), the gap, the judge and what was excluded."""
+    """One row per DSL x model (x method): counts, pass rates (%), the gap, the judge and what was excluded.
+
+    A run with several samples per task (`--samples N` at temperature > 0) also gets `samples` and the
+    unbiased semantic `pass@k_pct` columns (metrics.pass_at_k) after these.
+    """
     df = select(verdicts, method, dsls, models)
     if df.empty:
         return pd.DataFrame(columns=CELL_COLUMNS)
-    return rates(df)[CELL_COLUMNS]
+    return with_pass_at_k(rates(df)[CELL_COLUMNS], df)
 
 
 def overall_value(cells: pd.DataFrame, statistic: str) -> float:
