@@ -17,10 +17,10 @@ def test_semantic_mutant_keeps_the_gold_trace_out_of_diagnostics():
     mutant = next(m for m in task.mutants if m.level == "semantic")
     sem = pipeline.evaluate("verilog", task, mutant.program)["semantic"]
     assert sem["status"] == "fail" and sem["reason"] == "wrong_output"
-    # first directed vector a=3 b=12 sel=0: the gold gives y=a=3, the mutant y=b=c
-    assert sem["diagnostics"] == "first mismatch at vector 0: got 'a=3 b=c sel=0 | y=c'"
-    assert "y=3" not in sem["diagnostics"]
-    assert sem["expected"] == "vector 0: expected 'a=3 b=c sel=0 | y=3'"
+    # first directed vector a=3 b=12 sel=0: the gold gives y=a=3, the mutant y=b=c (outputs in bits)
+    assert sem["diagnostics"] == "first mismatch at vector 0: got 'a=3 b=c sel=0 | y=1100'"
+    assert "y=0011" not in sem["diagnostics"]
+    assert sem["expected"] == "vector 0: expected 'a=3 b=c sel=0 | y=0011'"
 
 
 def test_short_trace_keeps_the_vector_count_out_of_diagnostics():
