@@ -1,5 +1,6 @@
 """SMILES: syntax = RDKit parses and sanitizes; semantic = canonical molecular equivalence with the gold."""
 import importlib.metadata
+import importlib.util
 import json
 import re
 import shutil
@@ -58,3 +59,11 @@ class Validator(Toolchain):
             return self.verdict("fail", f"{MATCHES[match]} {got} differs from the gold's", result,
                                 expected=f"{MATCHES[match]} {want}")
         return self.verdict("pass", f"same molecule ({MATCHES[match]} agree)", result)
+
+    # --- upstream -------------------------------------------------------------------------------
+    def import_upstream(self, source: Path):
+        """ChEBI-20 as published in blender-nlp/MolT5 (ChEBI-20_data/*.txt). See chebi20.py."""
+        spec = importlib.util.spec_from_file_location("dslbench_smiles_chebi20", self.folder / "chebi20.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module.load(Path(source))
