@@ -52,16 +52,29 @@ else
   # llama-cpp-python ships only as source: build its wheel once per machine and keep it.
   llama=$(grep -h '^llama-cpp-python==' "${reqs[@]}" | head -1)
   mkdir -p "$WHEELS"
-  # (not when the environment already has it, e.g. Binder's environment.yml built it: a second build
-  # would double the longest step)
-  if ! ls "$WHEELS"/llama_cpp_python-"${llama#*==}"-*.whl >/dev/null 2>&1 &&
-     ! "$PY" -c "import importlib.metadata as m, sys; sys.exit(m.version('llama_cpp_python') != '${llama#*==}')" 2>/dev/null; then
+  # On x86-64 the build targets AVX2 (x86-64-v3), not the build machine's own CPU: a native build on a
+  # CPU that reports AMX tiles crashed in ggml's AMX kernels (general protection fault in
+  # libggml-cpu.so) where the VM does not grant AMX state; a portable wheel also runs on other hosts.
+  if [ "$(uname -m)" = x86_64 ]; then
+    export CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
+    LLAMA_WHEELS="$WHEELS/llama-x86-64-v3"
+  else
+    LLAMA_WHEELS="$WHEELS/llama-native"
+  fi
+  mkdir -p "$LLAMA_WHEELS"
+  # (DSLBENCH_LLAMA_PREINSTALLED: Binder's environment.yml built it already; a second build would
+  # double the longest step)
+  if ! ls "$LLAMA_WHEELS"/llama_cpp_python-"${llama#*==}"-*.whl >/dev/null 2>&1 &&
+     ! { [ -n "${DSLBENCH_LLAMA_PREINSTALLED:-}" ] &&
+         "$PY" -c "import importlib.metadata as m, sys; sys.exit(m.version('llama_cpp_python') != '${llama#*==}')" 2>/dev/null; }; then
     say "building $llama (once per machine, several minutes on 2 cores)"
-    "$PY" -m pip wheel -q --no-deps -w "$WHEELS" "$llama"
+    "$PY" -m pip wheel -q --no-cache-dir --no-deps -w "$LLAMA_WHEELS" "$llama"   # not pip's cached build (other flags)
+    # replace a build made by an earlier install (same version number, other CPU flags)
+    "$PY" -m pip install -q --force-reinstall --no-deps "$LLAMA_WHEELS"/llama_cpp_python-"${llama#*==}"-*.whl
   fi
   req_args=(); for f in "${reqs[@]}"; do req_args+=(-r "$f"); done
   say "pip install ${reqs[*]##"$ROOT"/}"
-  "$PY" -m pip install -q --find-links "$WHEELS" "${req_args[@]}" -e "$ROOT/lib"
+  "$PY" -m pip install -q --find-links "$LLAMA_WHEELS" --find-links "$WHEELS" "${req_args[@]}" -e "$ROOT/lib"
   mkdir -p "$(dirname "$STAMP")"
   echo "$digest" > "$STAMP"
 fi
