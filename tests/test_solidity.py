@@ -195,7 +195,7 @@ def test_soleval_loader_maps_function_records(soleval):
 
 
 def test_soleval_tasks_load_strictly_and_compile_in_the_repository(soleval, tmp_path, tc):
-    written = upstream.import_upstream("solidity", soleval, tmp_path / "out")
+    written = upstream.import_upstream("solidity", soleval, tmp_path / "out").written
     assert [p.name for p in written] == ["solidity-soleval-0001.yaml"]
     t = load_task_file(written[0], tc.check_oracle)
     out = pipeline.evaluate("solidity", t, t.gold)
