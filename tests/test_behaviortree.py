@@ -179,17 +179,23 @@ def test_malformed_oracle_is_rejected_with_its_field(tmp_path, patch, field, wor
     assert err.value.field == field and words in err.value.message and err.value.line
 
 
+UPSTREAM = FIXTURES / "btgenbot"            # the repository layout: dataset/bt_dataset.json
+
+
 def test_btgenbot_import_maps_fields_and_migrates(tmp_path, tasks):
     tc = toolchains.get(DSL)
-    imported = tc.import_upstream(FIXTURES / "bt_dataset.json")
-    by_id = {t["id"]: t for t in imported}
-    assert sorted(by_id) == ["behaviortree-btgenbot-0000", "behaviortree-btgenbot-0001",
-                             "behaviortree-btgenbot-0002", "behaviortree-btgenbot-0006"]
-    skipped = dict(tc.import_report)
-    assert "PipelineSequence" in skipped[3] and "does not parse" in skipped[4]
-    assert "Missing parameter [num_cycles]" in skipped[5]
+    imported = tc.import_upstream(UPSTREAM)
+    by_id = {t["id"]: t for t in imported.tasks}
+    assert sorted(by_id) == [f"behaviortree-btgenbot-{i:04d}" for i in (0, 1, 2, 6, 7, 9, 11, 12)]
+    skipped = {s.record: s for s in imported.skipped}
+    assert {k: s.reason for k, s in skipped.items()} == {
+        "3": "nav2_plugin_node", "4": "malformed_xml", "5": "runtime_error", "8": "invalid_node_id",
+        "10": "malformed_record"}
+    assert "PipelineSequence" in skipped["3"].detail and "does not parse" in skipped["4"].detail
+    assert "Missing parameter [num_cycles]" in skipped["5"].detail   # BT.CPP 3 requires it too
+    assert "'output'" in skipped["10"].detail
     restock = by_id["behaviortree-btgenbot-0001"]
-    record = json.loads((FIXTURES / "bt_dataset.json").read_text())[1]
+    record = json.loads((UPSTREAM / "dataset" / "bt_dataset.json").read_text())[1]
     assert restock["provenance"] == {**restock["provenance"], "source": "upstream", "upstream_id": "1",
                                      "benchmark": "BTGenBot bt_dataset.json"}
     assert record["input"] in restock["instruction"] and "nodes.xml" in restock["instruction"]
@@ -205,19 +211,31 @@ def test_btgenbot_import_maps_fields_and_migrates(tmp_path, tasks):
     hello = by_id["behaviortree-btgenbot-0006"]["context"]["nodes.xml"]
     assert '<input_port name="greeting" type="std::string" default=""/>' in hello
     assert '<Condition ID="IsPersonNearby"/>' in hello
-    written = write_tasks(DSL, imported, tmp_path)  # strict load of every file
-    assert len(written) == 4
-    reloaded = load_task_file(written[1], tc.check_oracle)
-    assert reloaded.provenance["source"] == "upstream"
+    # tinyxml2-only comment repaired; BT.CPP 2's FallbackStar (memory) is version 4's Fallback
+    tidy = by_id["behaviortree-btgenbot-0007"]
+    assert "<Fallback name=\"tidy\">" in tidy["gold"] and "<FallbackStar> -> <Fallback>" in tidy["provenance"]["migration"]
+    assert any("comment" in c for c in tidy["provenance"]["migration"])
+    # a port bound to an entry in one use and given a literal in another is an input port, not inout
+    assert '<input_port name="text" type="std::string"/>' in by_id["behaviortree-btgenbot-0009"]["context"]["nodes.xml"]
+    # Repeat num_cycles="{laps}": the entry starts as a number, not a placeholder string
+    assert by_id["behaviortree-btgenbot-0011"]["oracle"]["scenarios"][0]["blackboard"]["laps"] == "1"
+    assert 'success_count="1" failure_count="2"' in by_id["behaviortree-btgenbot-0012"]["gold"]
+    written = write_tasks(DSL, imported.tasks, tmp_path)  # strict load of every file
+    assert len(written) == 8
     for path in written:  # the migrated golds pass their own oracle on the real toolchain
         task = load_task_file(path, tc.check_oracle)
+        assert task.provenance["source"] == "upstream"
         assert [v["status"] for v in judge(task, task.gold)] == ["pass", "pass"], task.id
 
 
-def test_btgenbot_malformed_record_names_the_record():
-    with pytest.raises(ValueError) as err:
-        toolchains.get(DSL).import_upstream(FIXTURES / "bt_dataset_bad.json")
-    assert "record 1" in str(err.value) and "'output'" in str(err.value)
+def test_btgenbot_layouts_and_wrong_folder(tmp_path):
+    tc = toolchains.get(DSL)
+    from dslbench.upstream import NotThisBenchmark
+    with pytest.raises(NotThisBenchmark):
+        tc.import_upstream(tmp_path)                                   # no dataset/bt_dataset.json
+    (tmp_path / "bt_dataset.json").write_text('{"not": "a list"}')
+    with pytest.raises(NotThisBenchmark):
+        tc.import_upstream(tmp_path)
 
 
 def test_missing_binding_gives_unavailable_with_reason(monkeypatch):

@@ -15,9 +15,14 @@ has no node palette and no behaviour to compare against, so each record is turne
      names these entries. The scenarios test the control flow and dataflow the upstream tree encodes,
      not the behaviour its summary asks for: real scenarios must be supplied by the user.
 
-Records that cannot become a BT.CPP 4 task (non-core control or decorator nodes such as Nav2's
-PipelineSequence, unparseable XML) are skipped with a reason; the caller also loads every migrated
-tree with BehaviorTree.CPP and skips the ones it rejects.
+The published layout is the repository's dataset/bt_dataset.json (the clone, its dataset folder or
+the file itself are accepted). Records that cannot become a BT.CPP 4 task are skipped with a reason
+code (Unconvertible.reason): `nav2_plugin_node` / `custom_control_node` (control or decorator nodes
+outside BT.CPP 4's core: behaviortreepy registers only leaves and simple decorators from Python, so
+no stand-in with the plugin's semantics can be registered), `malformed_xml` (not even tinyxml2,
+BT.CPP 3's parser, would read it), `invalid_node_id` / `invalid_port_name`, `no_v4_equivalent`,
+`no_leaves`; the caller also loads every migrated tree with BehaviorTree.CPP and skips the ones it
+rejects.
 """
 from __future__ import annotations
 
@@ -25,6 +30,8 @@ import json
 import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
+
+from dslbench.upstream import NotThisBenchmark
 
 BENCHMARK = "BTGenBot bt_dataset.json"
 LICENCE = "MIT (BTGenBot repository)"
@@ -38,33 +45,78 @@ DECORATORS = {"Inverter", "RetryUntilSuccessful", "KeepRunningUntilFailure", "Re
 BUILTIN_LEAVES = {"AlwaysSuccess", "AlwaysFailure", "Script", "ScriptCondition", "SetBlackboard",
                   "UnsetBlackboard", "Sleep", "WasEntryUpdated", "SubTree"}
 BUILTIN = CONTROLS | DECORATORS | BUILTIN_LEAVES
+# FallbackStar is BT.CPP 2's FallbackNodeWithMemory: it resumes at the running child and does not
+# re-tick children that failed; BT.CPP 3 and 4's plain Fallback behave exactly so.
 RENAMED = {"SequenceStar": "SequenceWithMemory", "RetryUntilSuccesful": "RetryUntilSuccessful",
-           "SubTreePlus": "SubTree"}
+           "SubTreePlus": "SubTree", "FallbackStar": "Fallback", "ParallelNode": "Parallel"}
+# Nav2 (nav2_behavior_tree) plugin nodes: no BT.CPP 4 core equivalent
+NAV2 = {"PipelineSequence", "RecoveryNode", "RoundRobin", "RateController", "DistanceController", "SpeedController",
+        "GoalUpdater", "PathLongerOnApproach", "SingleTrigger", "GoalUpdatedController"}
+DATASET = Path("dataset") / "bt_dataset.json"
+IDENT = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 PARALLEL_V3 = {"success_threshold": "success_count", "failure_threshold": "failure_count"}
 CHECKS_V3 = {"BlackboardCheckString": "string", "BlackboardCheckInt": "number", "BlackboardCheckDouble": "number"}
 CONDITION_NAME = re.compile(r"^(Is|is|Has|has|Can|can|Check|check|Are|are)[A-Z_]")
 
 
 class Unconvertible(ValueError):
-    """This record cannot become a BehaviorTree.CPP 4 task (the message says why)."""
+    """This record cannot become a BehaviorTree.CPP 4 task: a reason code and the message saying why."""
+
+    def __init__(self, message: str, reason: str = "unsupported_node"):
+        super().__init__(message)
+        self.reason = reason
 
 
-def read_records(source: Path) -> list[dict]:
-    """The records of bt_dataset.json (a file, or a folder holding it), checked field by field."""
-    path = source / "bt_dataset.json" if source.is_dir() else source
+def find_dataset(source: Path) -> Path:
+    """bt_dataset.json in the published layout: the clone (dataset/bt_dataset.json), its dataset folder, or the file."""
+    if source.is_file():
+        return source
+    for path in (source / DATASET, source / "bt_dataset.json"):
+        if path.is_file():
+            return path
+    raise NotThisBenchmark(f"{source}: no {DATASET} here (give the BTGenBot clone, its dataset folder or the file)")
+
+
+def read_records(path: Path) -> list:
+    """The records of bt_dataset.json as published (a JSON list); each is checked by check_record."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
-        raise ValueError(f"{path.name}: not a readable JSON file: {e}") from None
-    if not isinstance(data, list):
-        raise ValueError(f"{path.name}: expected a JSON list of records, got {type(data).__name__}")
-    for i, rec in enumerate(data):
-        if not isinstance(rec, dict):
-            raise ValueError(f"{path.name}: record {i}: expected an object with instruction, input, output")
-        for key in ("instruction", "input", "output"):
-            if not isinstance(rec.get(key), str) or not rec[key].strip():
-                raise ValueError(f"{path.name}: record {i}: field '{key}' is missing or not a non-empty string")
+        raise NotThisBenchmark(f"{path}: not a readable JSON file: {e}") from None
+    if not isinstance(data, list) or (data and not any(isinstance(r, dict) and "output" in r for r in data)):
+        raise NotThisBenchmark(f"{path}: not BTGenBot's dataset (expected a JSON list of "
+                               "{instruction, input, output} records)")
     return data
+
+
+def check_record(rec) -> dict:
+    """The record if it has the three fields as non-empty strings (a ValueError otherwise)."""
+    if not isinstance(rec, dict):
+        raise ValueError("expected an object with instruction, input, output")
+    for key in ("instruction", "input", "output"):
+        if not isinstance(rec.get(key), str) or not rec[key].strip():
+            raise ValueError(f"field '{key}' is missing or not a non-empty string")
+    return rec
+
+
+def _tinyxml_lenient(text: str) -> tuple[str, list[str]]:
+    """What tinyxml2 (BT.CPP 3's parser) reads but an XML parser refuses, made well-formed: '--' inside
+    comments (a comment ends at the first '-->') and a raw '<' inside an attribute value."""
+    changes = []
+
+    def comment(m):
+        body = re.sub(r"-{2,}", "-", m.group(1)).rstrip("-")
+        if body != m.group(1):
+            changes.append("repaired a comment holding '--' (tinyxml2 accepts it)")
+        return f"<!--{body}-->"
+    text = re.sub(r"<!--(.*?)-->", comment, text, flags=re.S)
+
+    def attribute(m):
+        if "<" in m.group(2):
+            changes.append("escaped a raw '<' in an attribute value (tinyxml2 accepts it)")
+        return m.group(1) + m.group(2).replace("<", "&lt;") + '"'
+    text = re.sub(r'(\s[\w.:-]+\s*=\s*")([^"]*)"', attribute, text)
+    return text, sorted(set(changes))
 
 
 def _node_id(el: ET.Element) -> str:
@@ -80,20 +132,28 @@ def _script_literal(value: str, kind: str) -> str:
 def migrate(xml_text: str) -> tuple[str, list[str], ET.Element, list[tuple[str, str]]]:
     """A BehaviorTree.CPP 3 document as BehaviorTree.CPP 4 XML, the list of changes, the tree's own
     <TreeNodesModel> (possibly empty) and the (key, value) pairs of migrated blackboard checks."""
+    changes: list[str] = []
     try:
         root = ET.fromstring(xml_text)
     except ET.ParseError as e:
-        raise Unconvertible(f"the upstream XML does not parse: {e}") from None
+        repaired, changes = _tinyxml_lenient(xml_text)
+        try:
+            root = ET.fromstring(repaired)
+        except ET.ParseError:
+            raise Unconvertible(f"the upstream XML does not parse: {e}", "malformed_xml") from None
     if root.tag != "root":
-        raise Unconvertible(f"the document element is <{root.tag}>, not <root>")
-    changes: list[str] = []
+        raise Unconvertible(f"the document element is <{root.tag}>, not <root>", "malformed_xml")
     checks: list[tuple[str, str]] = []
     if root.get("BTCPP_format") != "4":
         root.set("BTCPP_format", "4")
         changes.append('set BTCPP_format="4" on <root>')
+    include = root.find("include")
+    if include is not None:
+        raise Unconvertible(f"the tree includes {include.get('path')!r}, a file the dataset does not ship",
+                            "needs_include_file")
     trees = root.findall("BehaviorTree")
     if not trees:
-        raise Unconvertible("no <BehaviorTree> element")
+        raise Unconvertible("no <BehaviorTree> element", "malformed_xml")
     for tree in trees:
         for el in list(tree.iter()):
             if el is tree:
@@ -109,6 +169,14 @@ def migrate(xml_text: str) -> tuple[str, list[str], ET.Element, list[tuple[str, 
                     el.set("_autoremap", "true")
                     changes.append('SubTree __shared_blackboard="true" -> _autoremap="true" (remaps same-name '
                                    'entries only)')
+            if el.tag == "Parallel" and "threshold" in el.attrib:
+                # BT.CPP 2 / early 3 `threshold`: SUCCESS at that many successes, FAILURE once it is out of reach
+                n = el.attrib.pop("threshold")
+                if not n.strip().isdigit():
+                    raise Unconvertible(f"<Parallel threshold={n!r}>: not a literal count", "no_v4_equivalent")
+                el.set("success_count", n.strip())
+                el.set("failure_count", str(max(1, len(el) - int(n) + 1)))
+                changes.append("Parallel threshold=N -> success_count=N failure_count=children-N+1")
             if el.tag == "Parallel":
                 for old, new in PARALLEL_V3.items():
                     if old in el.attrib:
@@ -118,7 +186,8 @@ def migrate(xml_text: str) -> tuple[str, list[str], ET.Element, list[tuple[str, 
                 a, b = el.get("value_A", ""), el.get("value_B", "")
                 pointer = [v for v in (a, b) if v.startswith("{") and v.endswith("}")]
                 if len(pointer) != 1 or len(el) != 1:
-                    raise Unconvertible(f"<{el.tag}> compares {a!r} with {b!r}: no version 4 equivalent derived")
+                    raise Unconvertible(f"<{el.tag}> compares {a!r} with {b!r}: no version 4 equivalent derived",
+                                        "no_v4_equivalent")
                 literal = b if pointer[0] == a else a
                 checks.append((pointer[0][1:-1].lstrip("@"), literal))
                 condition = f"{pointer[0][1:-1]} == {_script_literal(literal, CHECKS_V3[el.tag])}"
@@ -129,11 +198,13 @@ def migrate(xml_text: str) -> tuple[str, list[str], ET.Element, list[tuple[str, 
                 el.set("if", condition)
                 el.set("else", mismatch)
             node_id = _node_id(el)
-            if len(el) and node_id not in CONTROLS | DECORATORS:
+            if node_id in NAV2:
+                raise Unconvertible(f"<{node_id}> is a Nav2 plugin node with no BehaviorTree.CPP 4 core equivalent "
+                                    "(behaviortreepy cannot register control nodes from Python)", "nav2_plugin_node")
+            if el.tag in ("Decorator", "Control") or (len(el) and node_id not in CONTROLS | DECORATORS):
                 raise Unconvertible(f"<{node_id}> has children but is not a core BehaviorTree.CPP 4 control or "
-                                    "decorator node (a plugin such as Nav2's?)")
-            if el.tag in ("Decorator", "Control"):
-                raise Unconvertible(f"custom <{el.tag} ID=\"{node_id}\"> nodes cannot be registered from Python")
+                                    "decorator node (behaviortreepy cannot register one from Python)",
+                                    "custom_control_node")
     model = root.find("TreeNodesModel")
     if model is not None:
         root.remove(model)
@@ -158,6 +229,8 @@ def infer_palette(gold: str, model: ET.Element) -> tuple[str, dict[str, str], li
             node_id = _node_id(el)
             if el is tree or len(el) or node_id in BUILTIN or not node_id:
                 continue
+            if not IDENT.fullmatch(node_id):
+                raise Unconvertible(f"node ID {node_id!r} is not made of letters, digits and _", "invalid_node_id")
             if node_id not in kinds:
                 decl = declared.get(node_id)
                 if el.tag == "Condition" or (decl is not None and decl.tag == "Condition"):
@@ -172,11 +245,15 @@ def infer_palette(gold: str, model: ET.Element) -> tuple[str, dict[str, str], li
             for attr, value in el.attrib.items():
                 if attr in ("ID", "name") or attr.startswith("_"):
                     continue
+                if not IDENT.fullmatch(attr):
+                    raise Unconvertible(f"<{node_id}> port {attr!r} is not made of letters, digits and _",
+                                        "invalid_port_name")
                 given.add(attr)
                 pointer = value.startswith("{") and value.endswith("}")
-                port = ports[node_id].setdefault(attr, {"direction": "input"})
-                if pointer:
-                    port["direction"] = "inout"
+                # inout only when every use binds an entry: a literal in some use makes it an input port
+                port = ports[node_id].setdefault(attr, {"direction": "inout" if pointer else "input"})
+                if not pointer:
+                    port["direction"] = "input"
             uses[node_id].append(given)
     lines = ['<root BTCPP_format="4">',
              "  <!-- Node palette inferred from the upstream tree. Ports without a default value are mandatory. -->",
@@ -207,11 +284,27 @@ def blackboard_keys(gold: str) -> list[str]:
     return keys
 
 
-def scenarios_for(kinds: dict[str, str], keys: list[str], checks: list[tuple[str, str]]) -> list[dict]:
+NUMERIC_PORTS = {"num_cycles", "num_attempts", "msec", "delay_msec", "success_count", "failure_count"}
+
+
+def numeric_keys(gold: str) -> set[str]:
+    """Entries read by the integer ports of built-in nodes (Repeat num_cycles="{n}"...): a placeholder
+    string there would make BT.CPP report a missing parameter, so these start as 1."""
+    out = set()
+    for el in ET.fromstring(gold).iter():
+        if el.tag in BUILTIN:
+            for attr, value in el.attrib.items():
+                if attr in NUMERIC_PORTS and value.startswith("{") and value.endswith("}"):
+                    out.add(value[1:-1].lstrip("@"))
+    return out
+
+
+def scenarios_for(kinds: dict[str, str], keys: list[str], checks: list[tuple[str, str]],
+                  numeric: set[str] = frozenset()) -> list[dict]:
     """Trivial scenarios: all leaves succeed, then each leaf type fails in turn (conditions first), then
     each migrated blackboard check mismatches. Every entry the tree refers to starts as '<key>_0'
     (the value a migrated check compares with, for those), so no leaf fails for want of an input."""
-    board = {key: f"{key}_0" for key in keys}
+    board = {key: "1" if key in numeric else f"{key}_0" for key in keys}
     board.update(dict(checks))
     out = [{"name": "every leaf succeeds", "blackboard": dict(board)}]
     order = [n for n, k in kinds.items() if k == "Condition"] + [n for n, k in kinds.items() if k == "Action"]
@@ -245,7 +338,7 @@ def to_task(index: int, record: dict) -> dict:
     gold, changes, model, checks = migrate(record["output"])
     palette, kinds, _ = infer_palette(gold, model)
     if not kinds:
-        raise Unconvertible("the tree has no action or condition leaves to register")
+        raise Unconvertible("the tree has no action or condition leaves to register", "no_leaves")
     keys = blackboard_keys(gold)
     version = any(not c.startswith("set BTCPP_format") and not c.startswith("moved") for c in changes)
     names = keys + [key for key, _ in checks if key not in keys]
@@ -258,7 +351,7 @@ def to_task(index: int, record: dict) -> dict:
         "title": _title(record["input"], index), "difficulty": _difficulty(gold),
         "constructs": _constructs(gold), "failure_modes": ["structure"] + (["version"] if version else []),
         "instruction": instruction, "context": {"nodes.xml": palette}, "gold": gold,
-        "oracle": {"palette": "nodes.xml", "scenarios": scenarios_for(kinds, keys, checks)},
+        "oracle": {"palette": "nodes.xml", "scenarios": scenarios_for(kinds, keys, checks, numeric_keys(gold))},
         "provenance": {"source": "upstream", "benchmark": BENCHMARK, "upstream_id": str(index), "licence": LICENCE,
                        "migration": changes or ["none"],
                        "note": "palette inferred from the tree; scenarios generated trivially (all leaves "

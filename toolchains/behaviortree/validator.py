@@ -204,33 +204,42 @@ class Validator(Toolchain):
         return problems
 
     # --- upstream ----------------------------------------------------------------------------------
-    def import_upstream(self, source: Path) -> list[dict]:
-        """Tasks from BTGenBot's bt_dataset.json (see btgenbot.py). Records that cannot be migrated, or
-        whose migrated tree BehaviorTree.CPP 4 rejects or cannot run, are skipped; the reasons are kept in
-        self.import_report and printed to stderr."""
+    def import_upstream(self, source: Path):
+        """Tasks from BTGenBot's dataset/bt_dataset.json (see btgenbot.py). Records that cannot be migrated,
+        or whose migrated tree BehaviorTree.CPP 4 rejects, cannot run or fails its own oracle, are skipped
+        with a reason code."""
+        from dslbench.upstream import Skip, convert_each
         bg = _btgenbot()
-        records = bg.read_records(Path(source))
-        tasks, report = [], []
-        for i, record in enumerate(records):
-            try:
-                tasks.append(bg.to_task(i, record))
-            except bg.Unconvertible as e:
-                report.append((i, str(e)))
-        if tasks and self.probe().available:
-            rejected = self._check_batch(tasks)
-            report += [(int(t["provenance"]["upstream_id"]), rejected[t["id"]]) for t in tasks if t["id"] in rejected]
-            tasks = [t for t in tasks if t["id"] not in rejected]
-        elif tasks:
-            report.append((-1, "BehaviorTree.CPP unavailable: migrated trees were not loaded (" +
-                           self.probe().reason + ")"))
-        self.import_report = sorted(report)
-        for i, reason in self.import_report:
-            print(f"behaviortree import: record {i} skipped: {reason}" if i >= 0 else f"behaviortree import: {reason}",
-                  file=sys.stderr)
-        return tasks
+        records = bg.read_records(bg.find_dataset(Path(source)))
 
-    def _check_batch(self, tasks: list[dict]) -> dict[str, str]:
-        """{task id: why} for migrated golds that BT.CPP does not load or that fail at run time."""
+        def convert(record_id, record):
+            try:
+                task = bg.to_task(int(record_id), bg.check_record(record))
+                parse_palette(task["context"]["nodes.xml"])   # a palette our loader refuses is a malformed record
+                return task
+            except bg.Unconvertible as e:
+                return Skip(record_id, e.reason, str(e))
+        made = convert_each(((str(i), r) for i, r in enumerate(records)), convert, progress=True, total=len(records))
+        if made.tasks and self.probe().available:
+            rejected = {}
+            chunk = 40   # batches of trees, so that a long import shows its progress
+            from tqdm.auto import tqdm
+            for start in tqdm(range(0, len(made.tasks), chunk), desc="BT.CPP check", unit="batch",
+                              disable=len(made.tasks) <= chunk):
+                rejected.update(self._check_batch(made.tasks[start:start + chunk]))
+            made.skipped += [Skip(t["provenance"]["upstream_id"], *rejected[t["id"]]) for t in made.tasks
+                             if t["id"] in rejected]
+            made.tasks = [t for t in made.tasks if t["id"] not in rejected]
+        elif made.tasks:
+            made.skipped += [Skip(t["provenance"]["upstream_id"], "toolchain_unavailable",
+                                  "BehaviorTree.CPP unavailable: the migrated tree was not loaded (" +
+                                  self.probe().reason + ")") for t in made.tasks]
+            made.tasks = []
+        return made
+
+    def _check_batch(self, tasks: list[dict]) -> dict[str, tuple[str, str]]:
+        """{task id: (reason code, why)} for migrated golds that BT.CPP does not load, that fail at run
+        time or that miss their own inferred ports."""
         work = sandbox.new_workdir("dslbench-import-")
         try:
             batch = []
@@ -254,13 +263,17 @@ class Validator(Toolchain):
             entry = report[f"{t['id']}.xml"]
             if "crash" in entry or "runner_error" in entry or not entry.get("loaded"):
                 why = entry.get("error") or entry.get("crash") or entry.get("runner_error")
-                rejected[t["id"]] = f"BehaviorTree.CPP 4 rejects the migrated tree: {_first_line(why)}"
+                rejected[t["id"]] = ("btcpp_rejects", f"BehaviorTree.CPP 4 rejects the migrated tree: {_first_line(why)}")
+                continue
+            problem = self._ports(entry["instances"], parse_palette(t["context"]["nodes.xml"]))
+            if problem:
+                rejected[t["id"]] = ("gold_fails_own_oracle", f"the migrated gold fails its inferred ports: {problem}")
                 continue
             for s in entry["scenarios"]:
                 problem = s.get("crash") or s.get("runner_error") or next(
                     (e for e in s.get("trace", []) if e.startswith("runtime error")), None)
                 if problem:
-                    rejected[t["id"]] = f"the migrated tree fails at run time: {_first_line(problem)}"
+                    rejected[t["id"]] = ("runtime_error", f"the migrated tree fails at run time: {_first_line(problem)}")
                     break
         return rejected
 
