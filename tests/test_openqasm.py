@@ -2,7 +2,6 @@
 level rejects and why, the register interface, hidden oracle variants, the strict oracle spec check,
 and the QCircuitBench loader (fixtures in tests/fixtures/openqasm, written for these tests)."""
 import shutil
-import warnings
 from pathlib import Path
 
 import pytest
@@ -11,7 +10,7 @@ import yaml
 from conftest import skip_without_toolchain
 from dslbench import pipeline, toolchains
 from dslbench.tasks import Task, TaskError, load_task_file, load_tasks
-from dslbench.upstream import dump_task, write_tasks
+from dslbench.upstream import NotThisBenchmark, dump_task, write_tasks
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures" / "openqasm"
@@ -157,7 +156,21 @@ def test_non_terminating_loop_is_a_timeout_failure(monkeypatch):
     spin = task.gold + "while (c == 0) {\n  x q[0];\n  x q[0];\n  c[0] = measure q[0];\n}\n"
     out = pipeline.evaluate("openqasm", task, spin)
     assert out["syntax"]["status"] == "pass"
-    assert out["semantic"]["status"] == "fail" and "timed out" in out["semantic"]["diagnostics"]
+    assert out["semantic"]["status"] == "fail" and "did not finish within 6 s" in out["semantic"]["diagnostics"]
+    assert "non-terminating" not in out["semantic"]["diagnostics"] and "1 qubit, counts mode" in out["semantic"]["diagnostics"]
+
+
+def test_statevector_basis_inputs_judge_a_transform_beyond_the_zero_input():
+    qft = H + "qubit[2] q;\nh q[1];\ncp(pi/2) q[0], q[1];\nh q[0];\nswap q[0], q[1];\n"
+    layer = H + "qubit[2] q;\nh q[0];\nh q[1];\n"   # the same state from |00> only
+    zero_only = make_task(qft, {"mode": "statevector", "qubits": {"q": 2}})
+    assert pipeline.evaluate("openqasm", zero_only, layer)["semantic"]["status"] == "pass"
+    task = make_task(qft, {"mode": "statevector", "qubits": {"q": 2}, "basis_inputs": [1, 2, 3]})
+    assert toolchains.get("openqasm").check_oracle(task) == []
+    out = pipeline.evaluate("openqasm", task, qft)
+    assert out["semantic"]["status"] == "pass" and "3 other basis input(s)" in out["semantic"]["diagnostics"]
+    out = pipeline.evaluate("openqasm", task, layer)
+    assert out["semantic"]["status"] == "fail" and out["semantic"]["diagnostics"].startswith("from input |q=01>")
 
 
 @pytest.mark.parametrize("change, field, message", [
@@ -168,6 +181,7 @@ def test_non_terminating_loop_is_a_timeout_failure(monkeypatch):
     ({"tolerance": 0.5}, "oracle.tolerance", "(0, 0.1]"),
     ({"variants": [{"noise.inc": "gate noise a { x a; }"}]}, "oracle.variants[0].noise.inc", "not a context file"),
     ({"qubits": {"q": 11}, "mode": "unitary"}, "oracle.qubits", "at most 10"),
+    ({"basis_inputs": [4]}, "oracle.basis_inputs", "basis-state indices"),
     ({"extra": 1}, "oracle.extra", "unknown oracle field"),
 ])
 def test_malformed_oracle_spec_names_file_line_and_field(tmp_path, change, field, message):
@@ -191,17 +205,14 @@ def test_counts_mode_needs_observed_registers_to_exist():
 # --- QCircuitBench loader ---------------------------------------------------------------------------
 
 def _import(source=QCB):
-    tc = toolchains.get("openqasm")
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        tasks = tc.import_upstream(source)
-    return tasks, tc.skipped, [str(w.message) for w in caught]
+    made = toolchains.get("openqasm").import_upstream(source)
+    return made.tasks, {s.record: s for s in made.skipped}
 
 
 def test_loader_maps_each_algorithm_and_size_to_a_task():
-    tasks, skipped, warned = _import()
+    tasks, skipped = _import()
     by_id = {t["id"]: t for t in tasks}
-    assert sorted(by_id) == ["openqasm-qcb-pair-maker-n2", "openqasm-qcb-pair-maker-n3",
+    assert sorted(by_id) == ["openqasm-qcb-deutsch-jozsa-n2", "openqasm-qcb-pair-maker-n2", "openqasm-qcb-pair-maker-n3",
                              "openqasm-qcb-parity-probe-n2", "openqasm-qcb-parity-probe-n3"]
     probe = by_id["openqasm-qcb-parity-probe-n2"]
     folder = QCB / "Algorithm_Design/Quantum_Computing/parity_probe"
@@ -216,19 +227,25 @@ def test_loader_maps_each_algorithm_and_size_to_a_task():
     assert probe["provenance"] == {"source": "upstream", "benchmark": "QCircuitBench", "licence": "MIT",
                                    "upstream_id": "Algorithm_Design/Quantum_Computing/parity_probe/parity_probe_n2.qasm"}
     assert probe["mutants"] == [] and probe["split"] == "test"
+    # the published trials are numbered freely: n3's only oracle is trial13
+    assert by_id["openqasm-qcb-parity-probe-n3"]["context"] == {
+        "oracle.inc": (folder / "test_oracle/n3/trial13/oracle.inc").read_text()}
     assert by_id["openqasm-qcb-pair-maker-n3"]["oracle"] == {"mode": "unitary", "qubits": {"q": 3}}
     assert by_id["openqasm-qcb-pair-maker-n3"]["context"] == {}
     assert by_id["openqasm-qcb-pair-maker-n2"]["oracle"]["mode"] == "counts"  # feed-forward
-    reasons = dict(skipped)
-    assert "trial1/oracle.inc is missing" in reasons["Algorithm_Design/Quantum_Computing/lost_oracle/lost_oracle_n2.qasm"]
-    assert "24 qubits" in reasons["Algorithm_Design/Quantum_Computing/wide_register/wide_register_n24.qasm"]
-    assert len(warned) == 2 and all("skipped" in w for w in warned)
+    # one constant Deutsch-Jozsa oracle published: the other constant one and balanced ones are added
+    dj = by_id["openqasm-qcb-deutsch-jozsa-n2"]["oracle"]["variants"]
+    assert len(dj) == 3 and any("cx _gate_q_0, _gate_q_2;" in v["oracle.inc"] for v in dj)
+    assert {k: s.reason for k, s in skipped.items()} == {
+        "Algorithm_Design/Quantum_Computing/lost_oracle/lost_oracle_n2.qasm": "missing_oracle",
+        "Algorithm_Design/Quantum_Computing/wide_register/wide_register_n24.qasm": "too_many_qubits"}
+    assert "24 qubits" in skipped["Algorithm_Design/Quantum_Computing/wide_register/wide_register_n24.qasm"].detail
 
 
 def test_imported_tasks_load_strictly_and_their_golds_pass(tmp_path):
-    tasks, _, _ = _import()
+    tasks, _ = _import()
     paths = write_tasks("openqasm", tasks, tmp_path)
-    assert len(paths) == 4
+    assert len(paths) == 5
     loaded = {p.stem: load_task_file(p, toolchains.get("openqasm").check_oracle) for p in paths}
     probe = loaded["openqasm-qcb-parity-probe-n2"]
     out = pipeline.evaluate("openqasm", probe, probe.gold)
@@ -237,18 +254,27 @@ def test_imported_tasks_load_strictly_and_their_golds_pass(tmp_path):
     hard_coded = H + 'include "oracle.inc";\nbit[2] c;\nqubit[3] q;\nx q[1];\nc = measure q[0:1];\n'
     out = pipeline.evaluate("openqasm", probe, hard_coded)
     assert out["semantic"]["status"] == "fail" and "hidden include variant 1" in out["semantic"]["diagnostics"]
+    dj = loaded["openqasm-qcb-deutsch-jozsa-n2"]
+    out = pipeline.evaluate("openqasm", dj, dj.gold)
+    assert [out["syntax"]["status"], out["semantic"]["status"]] == ["pass", "pass"], out["semantic"]["diagnostics"]
+    # answering "constant" without a query passes the published (constant) oracle, not the added ones
+    blind = H + 'include "oracle.inc";\nbit[2] c;\nqubit[3] q;\nc[0] = measure q[0];\nc[1] = measure q[1];\n'
+    out = pipeline.evaluate("openqasm", dj, blind)
+    assert out["semantic"]["status"] == "fail" and "hidden include variant" in out["semantic"]["diagnostics"]
 
 
-def test_malformed_upstream_record_is_named(tmp_path):
-    with pytest.raises(ValueError) as err:
-        toolchains.get("openqasm").import_upstream(FIXTURES / "broken")
-    assert "Algorithm_Design/Quantum_Computing/cracked_circuit/cracked_circuit_n2.qasm" in str(err.value)
-    assert "line 5:0 missing ';'" in str(err.value)
+def test_malformed_upstream_record_is_skipped_not_fatal(tmp_path):
+    made = toolchains.get("openqasm").import_upstream(FIXTURES / "broken")
+    assert made.tasks == [] and len(made.skipped) == 1
+    bad = made.skipped[0]
+    assert bad.record == "Algorithm_Design/Quantum_Computing/cracked_circuit/cracked_circuit_n2.qasm"
+    assert bad.reason == "malformed_record" and "line 5:0 missing ';'" in bad.detail
     folder = tmp_path / "two_texts"
     shutil.copytree(QCB / "Algorithm_Design/Quantum_Computing/pair_maker", folder)
     (folder / "second_description.txt").write_text("another text")
-    with pytest.raises(ValueError, match=r"two_texts/pair_maker_n2\.qasm: expected one \*_description\.txt"):
-        toolchains.get("openqasm").import_upstream(tmp_path)
+    made = toolchains.get("openqasm").import_upstream(tmp_path)
+    assert {s.reason for s in made.skipped} == {"malformed_record"}
+    assert "expected one *_description.txt" in made.skipped[0].detail
     (tmp_path / "empty").mkdir()
-    with pytest.raises(ValueError, match="no QCircuitBench records"):
+    with pytest.raises(NotThisBenchmark, match="no QCircuitBench records"):
         toolchains.get("openqasm").import_upstream(tmp_path / "empty")

@@ -14,6 +14,9 @@ The oracle spec (task.oracle):
                                             0 = exact, only for a deterministic gold)
   shots: int, seed: int                     counts only (defaults 4000, 1); used when a circuit needs shot-by-shot
                                             simulation (mid-circuit measurement, reset, feed-forward)
+  basis_inputs: [int, ...]                  statevector only: basis states (index over the canonical
+                                            qubit order) the circuit is also run from, for a transform
+                                            rather than a state preparation (default: |0...0> only)
   variants: [{file: text, ...}, ...]        hidden replacements of context files (other oracles): gold and
                                             candidate are compared again with each
 """
@@ -22,7 +25,6 @@ import json
 import re
 import shutil
 import sys
-import warnings
 from pathlib import Path
 
 from dslbench.toolchains import Probe, Toolchain, installed_versions
@@ -30,7 +32,7 @@ from dslbench.toolchains import Probe, Toolchain, installed_versions
 RUNNER = Path(__file__).with_name("run_openqasm.py")
 MODES = ("unitary", "statevector", "counts")
 MAX_QUBITS = {"unitary": 10, "statevector": 20, "counts": 20}
-KEYS = {"mode", "qubits", "clbits", "observe", "tolerance", "shots", "seed", "variants"}
+KEYS = {"mode", "qubits", "clbits", "observe", "tolerance", "shots", "seed", "variants", "basis_inputs"}
 IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 # Names a register cannot take in a program that includes stdgates.inc (Qiskit: "already defined").
 RESERVED = {"p", "x", "y", "z", "h", "s", "sdg", "t", "tdg", "sx", "rx", "ry", "rz", "cx", "cy", "cz", "cp", "crx",
@@ -117,6 +119,13 @@ class Validator(Toolchain):
             tol = o.get("tolerance", 1e-6)
             if not _is_num(tol) or not 0 < tol <= 0.1:
                 problems.append(("tolerance", f"{mode}: an absolute amplitude tolerance in (0, 0.1]"))
+        inputs = o.get("basis_inputs")
+        if inputs is not None:
+            size = sum(v for v in (o.get("qubits") or {}).values() if _is_int(v))
+            if mode != "statevector":
+                problems.append(("basis_inputs", "only meaningful in statevector mode"))
+            elif not isinstance(inputs, list) or not inputs or not all(_is_int(k) and 0 < k < 2 ** size for k in inputs):
+                problems.append(("basis_inputs", f"a non-empty list of basis-state indices in [1, 2^{size})"))
         variants = o.get("variants", [])
         if not isinstance(variants, list):
             problems.append(("variants", "must be a list of mappings {context file name: replacement text}"))
@@ -141,7 +150,6 @@ class Validator(Toolchain):
     def __init__(self, folder, card):
         super().__init__(folder, card)
         self._pending = {}   # work dir -> (key, RunResult, syntax seconds) of the combined run, for semantic()
-        self.skipped = []    # (upstream record, reason) of the last import_upstream call
 
     @staticmethod
     def _key(program: str, task) -> str:
@@ -198,56 +206,91 @@ class Validator(Toolchain):
         if report is None:
             rest = max(result.duration_s - syntax_s, 0.0)
             if result.timed_out:
-                return self.verdict("fail", f"simulation timed out after {self.limits().timeout_s:.0f} s "
-                                            "(non-terminating loop?)", result, rest)
+                size = sum(task.oracle["qubits"].values())
+                return self.verdict("fail", f"simulation did not finish within {self.limits().timeout_s:.0f} s "
+                                            f"({size} qubit{'s' if size != 1 else ''}, {task.oracle['mode']} mode: a circuit too large to "
+                                            "simulate in the time limit, or a loop that does not end)", result, rest)
             return self.verdict("error", f"OpenQASM runner failed (exit {result.returncode})", result, rest)
         return self.verdict(report["status"], report["diagnostics"], result,
                             report.get("seconds", result.duration_s), expected=report.get("expected", ""))
 
     # --- upstream: QCircuitBench ----------------------------------------------------------------
-    def import_upstream(self, source: Path) -> list[dict]:
+    def import_upstream(self, source: Path):
         """Tasks from a QCircuitBench checkout (or any folder below it).
 
         Every folder holding a `*_description.txt` and gold circuits `<algo>_n{N}.qasm` is an
-        algorithm; each (algorithm, N) becomes one task. Records that cannot be judged here (too many
-        qubits to simulate, missing trial-1 oracle or description) are skipped; their reasons are kept in
-        `self.skipped` and issued as warnings. A malformed record (unparseable gold, several
-        description files, non-literal register sizes) raises ValueError naming it.
+        algorithm; each (algorithm, N) becomes one task. Records that cannot be judged here are skipped
+        with a reason code (too many qubits to simulate, no oracle under test_oracle/n{N}/trial*/, no
+        description...); a malformed record (unparseable gold, several description files, non-literal
+        register sizes) is skipped as `malformed_record`.
         """
+        from dslbench.upstream import NotThisBenchmark, Skip, convert_each
         source = Path(source)
         if not source.is_dir():
-            raise ValueError(f"QCircuitBench source {source} is not a directory")
-        self.skipped = []
-        tasks = []
+            raise NotThisBenchmark(f"{source}: not a folder (give the QCircuitBench checkout or a folder below it)")
+        records = []
         folders = sorted({p.parent for p in source.rglob("*.qasm") if QCB_GOLD.match(p.name)})
         for folder in folders:
             for gold_path in sorted(folder.glob("*.qasm"), key=lambda p: (len(p.name), p.name)):
                 m = QCB_GOLD.match(gold_path.name)
-                if not m:
-                    continue
-                record = gold_path.relative_to(source).as_posix()
-                try:
-                    task = _qcb_task(source, folder, gold_path, int(m.group(2)))
-                except _Skip as e:
-                    self.skipped.append((record, str(e)))
-                    warnings.warn(f"QCircuitBench {record}: skipped: {e}", stacklevel=2)
-                    continue
-                except ValueError as e:
-                    raise ValueError(f"QCircuitBench record {record}: {e}") from None
-                tasks.append(task)
-        if not tasks and not self.skipped:
-            raise ValueError(f"no QCircuitBench records (<algo>_n<N>.qasm next to a *_description.txt) under {source}")
-        return tasks
+                if m:
+                    records.append((gold_path.relative_to(source).as_posix(), (folder, gold_path, int(m.group(2)))))
+        if not records:
+            raise NotThisBenchmark(f"{source}: no QCircuitBench records (<algo>_n<N>.qasm next to a "
+                                   "*_description.txt) here")
+
+        def convert(record, item):
+            try:
+                return _qcb_task(source, *item)
+            except _Skip as e:
+                return Skip(record, e.reason, str(e))
+        return convert_each(records, convert, progress=True, total=len(records))
 
 
 # --- QCircuitBench loader -----------------------------------------------------------------------
 QCB_GOLD = re.compile(r"^(.+)_n(\d+)\.qasm$")
 QCB_LICENCE = "MIT"
 QCB_MAX_VARIANTS = 3
+QCB_TRANSFORMS = {"quantum_fourier_transformation"}   # circuits judged as transforms, not state preparations
+
+
+def _basis_inputs(qubits: int) -> list[int]:
+    """A few basis inputs beyond |0...0>: |0..01>, all ones, the two alternating patterns."""
+    alt = int("01" * qubits, 2) & ((1 << qubits) - 1)
+    return sorted({1, (1 << qubits) - 1, alt, alt ^ ((1 << qubits) - 1)} - {0})
 
 
 class _Skip(Exception):
-    """A well-formed upstream record that this validator cannot judge."""
+    """A well-formed upstream record that this validator cannot judge: a reason code and why."""
+
+    def __init__(self, message: str, reason: str):
+        super().__init__(message)
+        self.reason = reason
+
+
+def _trial_number(path: Path) -> int:
+    return int(re.sub(r"\D", "", path.parent.name) or 0)
+
+
+def _dj_variants(oracle_text: str) -> list[dict]:
+    """Other Deutsch-Jozsa oracles with the upstream oracle's gate signature: the two constant ones and
+    balanced parity oracles (the published layout has one oracle per n, so one instance would let a
+    circuit that ignores the oracle pass whenever that oracle is constant)."""
+    m = re.search(r"gate\s+(\w+)\s+([^{]+)\{", oracle_text)
+    if not m:
+        return []
+    name, wires = m.group(1), [w.strip() for w in m.group(2).split(",") if w.strip()]
+    if len(wires) < 2:
+        return []
+    inputs, target = wires[:-1], wires[-1]
+    bodies = ["", f"x {target};", "".join(f"cx {w}, {target}; " for w in inputs),
+              f"cx {inputs[0]}, {target};"]
+    out = []
+    for body in bodies:
+        text = f"gate {name} {', '.join(wires)} {{\n  {body.strip()}\n}}\n"
+        if re.sub(r"\s", "", text) != re.sub(r"\s", "", oracle_text):
+            out.append({"oracle.inc": text})
+    return out
 
 
 def _qcb_registers(program) -> tuple[dict, dict]:
@@ -311,7 +354,7 @@ def _qcb_task(source: Path, folder: Path, gold_path: Path, n: int) -> dict:
     import openqasm3
     descriptions = sorted(folder.glob("*_description.txt"))
     if not descriptions:
-        raise _Skip("no *_description.txt next to the circuit")
+        raise _Skip("no *_description.txt next to the circuit", "no_description")
     if len(descriptions) != 1:
         raise ValueError(f"expected one *_description.txt in {folder.relative_to(source).as_posix() or '.'}, "
                          f"found {len(descriptions)}")
@@ -328,21 +371,23 @@ def _qcb_task(source: Path, folder: Path, gold_path: Path, n: int) -> dict:
     qubits, clbits = _qcb_registers(program)
     for name in [*qubits, *clbits]:
         if name in RESERVED:
-            raise _Skip(f"register name '{name}' clashes with a stdgates.inc name")
+            raise _Skip(f"register name '{name}' clashes with a stdgates.inc name", "reserved_register_name")
     includes = [st.filename for st in program.statements if type(st).__name__ == "Include"]
     context, variants = {}, []
     for name in includes:
         if name == "stdgates.inc":
             continue
         if name != "oracle.inc":
-            raise _Skip(f"includes '{name}', which the QCircuitBench layout does not provide")
-        trials = sorted((folder / "test_oracle" / f"n{n}").glob("trial*/oracle.inc"),
-                        key=lambda p: int(re.sub(r"\D", "", p.parent.name) or 0))
-        first = folder / "test_oracle" / f"n{n}" / "trial1" / "oracle.inc"
-        if not first.exists():
-            raise _Skip(f"the gold includes oracle.inc but test_oracle/n{n}/trial1/oracle.inc is missing")
-        context["oracle.inc"] = first.read_text(encoding="utf-8")
-        variants = [{"oracle.inc": p.read_text(encoding="utf-8")} for p in trials if p != first][:QCB_MAX_VARIANTS]
+            raise _Skip(f"includes '{name}', which the QCircuitBench layout does not provide", "unsupported_include")
+        # the published trials are numbered freely (n3/trial1, n4/trial13...): any of them is an oracle
+        trials = sorted((folder / "test_oracle" / f"n{n}").glob("trial*/oracle.inc"), key=_trial_number)
+        if not trials:
+            raise _Skip(f"the gold includes oracle.inc but there is no test_oracle/n{n}/trial*/oracle.inc",
+                        "missing_oracle")
+        context["oracle.inc"] = trials[0].read_text(encoding="utf-8")
+        variants = [{"oracle.inc": p.read_text(encoding="utf-8")} for p in trials[1:]][:QCB_MAX_VARIANTS]
+        if folder.name == "deutsch_jozsa":
+            variants += _dj_variants(context["oracle.inc"])
     total = sum(qubits.values())
     measured, after, control = _qcb_shape(program)
     # What QCircuitBench verifies is read off the measured bits; an unmeasured circuit is judged as a
@@ -354,15 +399,19 @@ def _qcb_task(source: Path, folder: Path, gold_path: Path, n: int) -> dict:
     else:
         mode = "statevector"
     if mode == "counts" and not clbits:
-        raise _Skip("measures or branches without bit registers")
+        raise _Skip("measures or branches without bit registers", "no_bit_registers")
     if total > MAX_QUBITS[mode]:
-        raise _Skip(f"{total} qubits: more than {MAX_QUBITS[mode]} cannot be judged in {mode} mode here")
+        raise _Skip(f"{total} qubits: more than {MAX_QUBITS[mode]} cannot be judged in {mode} mode here",
+                    "too_many_qubits")
     oracle = {"mode": mode, "qubits": qubits}
+    algo = folder.name
     if mode == "counts":
         oracle.update(clbits=clbits, shots=4000, seed=1, tolerance=0.05)
+    if mode == "statevector" and algo in QCB_TRANSFORMS:
+        # from |0...0> alone a QFT is indistinguishable from a layer of H gates
+        oracle["basis_inputs"] = _basis_inputs(total)
     if variants:
         oracle["variants"] = variants
-    algo = folder.name
     filled = (description.replace("\\{qubit number\\}", str(n)).replace("{qubit number}", str(n))
               .replace("\\{QASM / Qiskit\\}", "OpenQASM 3").replace("{QASM / Qiskit}", "OpenQASM 3"))
     regs = " and ".join([*(f"`qubit[{s}] {q};`" for q, s in qubits.items()),
@@ -372,6 +421,10 @@ def _qcb_task(source: Path, folder: Path, gold_path: Path, n: int) -> dict:
                              "the reference circuit's up to global phase",
               "counts": "the distribution of the measured bits is compared with the reference circuit's "
                         "(Qiskit Aer, total variation distance at most 0.05)"}[mode]
+    if "basis_inputs" in oracle:
+        judged = ("it is judged as a transform: the states it gives from |0...0> and from "
+                  f"{len(oracle['basis_inputs'])} other basis inputs are compared with the reference circuit's up to "
+                  "global phase")
     files = " and `include \"oracle.inc\";` (the oracle file is shown below)" if context else ""
     oracle_note = (f" It is also checked with {len(variants)} other oracle(s) of the same form." if variants else "")
     instruction = (f"{filled}\n\nHere only the quantum circuit for n = {n} is judged, written as one OpenQASM 3.0 "
