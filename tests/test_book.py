@@ -25,7 +25,7 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 def built(tmp_path_factory):
     base = tmp_path_factory.mktemp("book")
     run = base / "run"
-    r = run_cli("pipeline", "--run", str(run), "--dsl", "jq", "--dsl", "verilog", "--limit", "1", "--no-book", "--param", "max_tokens=48", "--param", "simulate_check=false",
+    r = run_cli("pipeline", "--run", str(run), "--dsl", "jq", "--dsl", "verilog", "--limit", "1", "--no-book", "--param", "max_tokens=48", "--param", "simulate_check=false", "--param", "lora_steps=2",
                 "--param", "corpus_sample=300", "--param", "k_min=2", "--param", "k_max=6",
                 env={"DSLBENCH_CACHE": str(base / "cache")})
     assert r.returncode == 0, r.stderr[-3000:]
@@ -36,7 +36,8 @@ def built(tmp_path_factory):
 def test_book_has_every_part(built):
     run, root = built
     for page in ("index.html", "generated/results.html", "generated/stages/02_generation.html",
-                 "generated/stages/03_validation.html", "generated/dsls/jq.html", "reproduce.html", "threats.html",
+                 "generated/stages/03_validation.html", "generated/stages/07_lora.html", "generated/dsls/jq.html",
+                 "reproduce.html", "threats.html",
                  "tasks/index.html", "vendor/require.js", "vendor/mathjax/tex-chtml.js"):
         assert (root / page).exists(), page
     card = (root / "generated/dsls/verilog.html").read_text()

@@ -115,6 +115,23 @@ def _task_fields(task: Task) -> dict:
             "split": task.split}
 
 
+def generation_record(rec: dict, messages: list[dict], res: dict, max_tokens_from: str) -> dict:
+    """The generation record of one model reply (`res`: a generation.GenerationResult as a dict) for the
+    item `rec` (task fields, model, method, sample...). The only writer of generation records."""
+    tc = toolchains.get(rec["dsl"])
+    program, rule = extract_program(res["text"], tc.fence_aliases) if res["status"] == "ok" else ("", "none")
+    return {
+        "prompt_version": PROMPT_VERSION, **rec, "messages": messages, "litellm_model": res["model"],
+        "params": res["params"], "raw_output": res["text"], "program": program, "extraction_rule": rule,
+        "generation_status": res["status"], "generation_error": res["error"],
+        "generation_reason": res.get("reason") or ("ok" if res["status"] == "ok" else "provider_error"),
+        "finish_reason": res.get("finish_reason"), "provider_finish_reason": res.get("provider_finish_reason"),
+        "reasoning": res.get("reasoning", ""), "max_tokens_from": max_tokens_from,
+        "decoding": decoding.PROTOCOL, "api_base": res.get("api_base"), "cached": res["cached"],
+        "usage": res["usage"], "generation_duration_s": res["duration_s"], "attempts": res["attempts"],
+        "revision": code_revision(), "finished": now()}
+
+
 def run_generation(run_dir, dsls=None, models=None, limit=None, samples: int = 1, method: str = "baseline",
                    params: dict | None = None, executor: str | None = None, workers: int | None = None,
                    cache_dir: str | None = None, progress: bool = True, prompt_fn=None,
@@ -177,18 +194,7 @@ def run_generation(run_dir, dsls=None, models=None, limit=None, samples: int = 1
         kind = executor or ("process" if embedded else "thread")
         def write(item, res: dict) -> None:
             rec, messages = item
-            tc = toolchains.get(rec["dsl"])
-            program, rule = extract_program(res["text"], tc.fence_aliases) if res["status"] == "ok" else ("", "none")
-            store.append("generations", {
-                "prompt_version": PROMPT_VERSION, **rec, "messages": messages, "litellm_model": res["model"],
-                "params": res["params"], "raw_output": res["text"], "program": program, "extraction_rule": rule,
-                "generation_status": res["status"], "generation_error": res["error"],
-                "generation_reason": res.get("reason") or ("ok" if res["status"] == "ok" else "provider_error"),
-                "finish_reason": res.get("finish_reason"), "provider_finish_reason": res.get("provider_finish_reason"),
-                "reasoning": res.get("reasoning", ""), "max_tokens_from": budgets[rec["dsl"]][1],
-                "decoding": decoding.PROTOCOL, "api_base": res.get("api_base"), "cached": res["cached"],
-                "usage": res["usage"], "generation_duration_s": res["duration_s"], "attempts": res["attempts"],
-                "revision": code_revision(), "finished": now()})
+            store.append("generations", generation_record(rec, messages, res, budgets[rec["dsl"]][1]))
 
         jobs = [((rec, messages), _generate_job,
                  (rec["model"], messages, {**params, "max_tokens": budgets[rec["dsl"]][0]}, rec["sample"], cache_dir,
