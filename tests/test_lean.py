@@ -146,30 +146,148 @@ def test_malformed_oracle_is_rejected_with_line_and_field(tmp_path):
     assert e.value.field == "oracle.statement" and e.value.line and "gold" in e.value.message
 
 
-# --- upstream loaders ---------------------------------------------------------------------------------------
+# --- upstream importers (fixtures in the published layouts of miniF2F-lean4 and PutnamBench) ----------------
 
-def test_minif2f_loader(tmp_path):
-    got = TC.import_upstream(FIX / "minif2f")
-    by_id = {t["id"]: t for t in got}
-    assert sorted(by_id) == ["lean-up-fixture-algebra-7", "lean-up-fixture-amc-3", "lean-up-fixture-numbertheory-12"]
-    amc = by_id["lean-up-fixture-amc-3"]
-    assert amc["oracle"]["statement"] == "(a b : ℕ) (h₀ : a + b = 10) (h₁ : a - b = 2) (h₂ : b ≤ a) : a = 6"
-    assert amc["oracle"]["imports"] == ["Mathlib"] and amc["oracle"]["reference_proof"] is False
-    assert amc["split"] == "dev" and amc["provenance"]["upstream_id"] == "MiniF2F/Valid.lean:fixture_amc_3"
-    assert "fixture_helper" not in " ".join(by_id)  # solved lemmas are not problems
-    written = upstream.write_tasks("lean", got, tmp_path)
-    assert len(written) == 3 and load_task_file(written[0], TC.check_oracle).provenance["benchmark"] == "miniF2F-lean4"
+def _import(name):
+    got = TC.import_upstream(FIX / name)
+    assert isinstance(got, upstream.Imported)
+    return {t["id"]: t for t in got.tasks}, {s.record: s.reason for s in got.skipped}
 
 
-def test_putnambench_loader_keeps_solution_abbrev_and_informal_statement(tmp_path):
-    (t,) = TC.import_upstream(FIX / "putnambench")
-    assert t["provenance"]["benchmark"] == "PutnamBench" and t["difficulty"] == "hard"
-    assert t["instruction"].startswith("Find the least positive integer")
-    assert "abbrev putnam_2031_a1_solution" in t["gold"]
-    assert lc.theorem_statement(t["gold"], "putnam_2031_a1") == t["oracle"]["statement"]
-    assert upstream.write_tasks("lean", [t], tmp_path)
+def test_minif2f_follows_the_import_graph_from_imports_only_index_modules(tmp_path):
+    # MiniF2F.lean and MiniF2F/Test.lean, Valid.lean hold only imports: they contribute nothing and are
+    # no error; the problems are the modules they import, one theorem per file
+    tasks, skipped = _import("minif2f")
+    assert sorted(tasks) == ["lean-up-fixture-algebra-7", "lean-up-imo-2031-p2", "lean-up-mathd-numbertheory-12"]
+    assert skipped == {}
+    imo, nt = tasks["lean-up-imo-2031-p2"], tasks["lean-up-mathd-numbertheory-12"]
+    assert imo["split"] == "dev" and nt["split"] == tasks["lean-up-fixture-algebra-7"]["split"] == "test"
+    assert (imo["difficulty"], nt["difficulty"]) == ("hard", "easy")
+    assert imo["oracle"]["statement"] == "(a b : ℕ) (h₀ : a + b = 10) (h₁ : a - b = 2) (h₂ : b ≤ a) : a = 6"
+    assert imo["oracle"]["imports"] == ["Mathlib"] and imo["oracle"]["reference_proof"] is False
+    assert imo["oracle"]["preamble"] == "import Mathlib\n\nset_option maxHeartbeats 0\n\nopen BigOperators Real Nat Topology Rat"
+    assert imo["provenance"] == {"source": "upstream", "benchmark": "miniF2F-lean4", "licence": "MIT",
+                                 "upstream_id": "MiniF2F/Valid/imo_2031_p2.lean:imo_2031_p2",
+                                 "lean_toolchain": "leanprover/lean4:v4.99.0", "mathlib": "v4.99.0"}
+    # the comment between the binders is not part of the statement the candidate must write
+    assert nt["oracle"]["statement"] == "(n : ℕ) (h₀ : n = 2 ^ 10) : n % 7 = 2"
+    assert "theorem mathd_numbertheory_12 (n : ℕ) (h₀ : n = 2 ^ 10) : n % 7 = 2" in nt["instruction"]
+    assert nt["gold"].startswith("import Mathlib") and nt["gold"].rstrip().endswith("sorry")
+    written = upstream.write_tasks("lean", list(tasks.values()), tmp_path)
+    assert len(written) == 3 and all(load_task_file(w, TC.check_oracle).oracle["reference_proof"] is False for w in written)
 
 
-def test_malformed_upstream_record_is_named():
-    with pytest.raises(ValueError, match=r"Bad\.lean:fixture_broken.*:="):
-        TC.import_upstream(FIX / "malformed")
+def test_putnambench_fills_the_solution_abbrev_and_reads_informal_json(tmp_path):
+    tasks, skipped = _import("putnambench")
+    assert sorted(tasks) == ["lean-up-putnam-2031-a1", "lean-up-putnam-2031-b2"]
+    assert skipped == {"informal/putnam.json:putnam_2031_b6": "no_formal_statement"}
+    a1, b2 = tasks["lean-up-putnam-2031-a1"], tasks["lean-up-putnam-2031-b2"]
+    assert a1["provenance"]["benchmark"] == "PutnamBench" and a1["provenance"]["licence"] == "Apache-2.0"
+    assert a1["provenance"]["lean_toolchain"] == "leanprover/lean4:v4.98.0"
+    assert a1["difficulty"] == b2["difficulty"] == "easy"  # A1/B2: the session's first two problems
+    assert a1["split"] == "test" and "number theory" in a1["constructs"]
+    assert a1["instruction"].startswith("Find the least integer $n > 2$ such that $4$ divides $n^2 + n$.")
+    # the answer from the comment below the abbrev is part of the fixed preamble (as the upstream's
+    # rewrite_solutions.py inlines it): a candidate cannot pick a convenient answer
+    assert "abbrev putnam_2031_a1_solution : ℕ := 3" in a1["oracle"]["preamble"]
+    assert "sorry" not in a1["oracle"]["preamble"] and "-- 3" not in a1["gold"]
+    assert a1["oracle"]["statement"] == ": IsLeast {n : ℕ | 2 < n ∧ 4 ∣ n ^ 2 + n} putnam_2031_a1_solution"
+    # a `let ... :=` inside the statement is not the proof's `:=`; the helper def stays in the preamble
+    assert b2["oracle"]["statement"] == "(n : ℕ) (hn : 0 < n) : ∃ p : ℕ × ℕ, let (a, m) := p; a = fixture_step m ∧ m = n"
+    assert "def fixture_step" in b2["oracle"]["preamble"]
+    assert len(upstream.write_tasks("lean", list(tasks.values()), tmp_path)) == 2
+
+
+def test_malformed_records_are_skipped_with_reasons_not_fatal():
+    tasks, skipped = _import("malformed/minif2f")
+    assert list(tasks) == ["lean-up-fixture-pair-main"]
+    assert skipped == {"MiniF2F/Test/fixture_broken.lean:fixture_broken": "malformed_statement",
+                       "MiniF2F/Test/fixture_gone.lean": "missing_module",
+                       "MiniF2F/Test/fixture_latin1.lean": "malformed_record",
+                       "MiniF2F/Valid/fixture_pair.lean:fixture_pair_helper": "not_a_problem",
+                       "MiniF2F/Test/fixture_stray.lean": "not_in_import_graph"}
+    assert tasks["lean-up-fixture-pair-main"]["oracle"]["preamble"] == "import Mathlib\nopen Nat"
+    tasks, skipped = _import("malformed/putnambench")
+    assert list(tasks) == ["lean-up-putnam-2032-a2"]
+    assert skipped == {"lean4/src/putnam_2032_a1.lean:putnam_2032_a1": "no_solution_answer"}
+    assert tasks["lean-up-putnam-2032-a2"]["instruction"].startswith("A well-formed problem next to the broken one.")
+
+
+def test_wrong_folder_is_not_this_benchmark(tmp_path):
+    (tmp_path / "notes.lean").write_text("theorem t : True := trivial\n")
+    with pytest.raises(upstream.NotThisBenchmark, match="neither miniF2F-lean4"):
+        TC.import_upstream(tmp_path)
+    (tmp_path / "MiniF2F").mkdir()
+    with pytest.raises(upstream.NotThisBenchmark, match="MiniF2F.lean or MiniF2F/Test.lean"):
+        TC.import_upstream(tmp_path)
+    (tmp_path / "lean4" / "src").mkdir(parents=True)
+    with pytest.raises(upstream.NotThisBenchmark, match="putnam_"):
+        TC.import_upstream(tmp_path)
+
+
+def test_dslbench_import_summary(tmp_path):
+    report = upstream.import_upstream("lean", FIX / "malformed" / "minif2f", tmp_path)
+    assert report.read == 6 and len(report.written) == 1
+    assert "skipped 5" in report.summary() and "missing_module" in report.summary()
+
+
+def _loaded(tmp_path, name):
+    tasks, _ = _import(name)
+    return [load_task_file(w, TC.check_oracle) for w in upstream.write_tasks("lean", list(tasks.values()), tmp_path)]
+
+
+def test_imported_mutants_are_killed_by_the_exact_statement_or_preamble_check(tmp_path, monkeypatch):
+    monkeypatch.delenv("DSLBENCH_LEAN_PROJECT", raising=False)
+    notes = []
+    for t in _loaded(tmp_path / "m", "minif2f") + _loaded(tmp_path / "p", "putnambench"):
+        assert t.mutants and all(m.level == "semantic" for m in t.mutants), t.id
+        for m in t.mutants:  # all decided before lean runs: no toolchain needed
+            v = TC.semantic(m.program, t, tmp_path)
+            assert v.status == "fail" and ("not the one the task states" in v.diagnostics
+                                           or "preamble" in v.diagnostics), (t.id, m.note, v.diagnostics)
+            notes.append(m.note)
+        # the gold passes both text checks and stops only at its placeholder `sorry`
+        v = TC.semantic(t.gold, t, tmp_path)
+        assert v.status == "fail" and "uses sorry" in v.diagnostics, (t.id, v.diagnostics)
+    joined = " ".join(notes)
+    assert "constant in the conclusion changed" in joined and "= replaced by ≠" in joined
+    assert "hypothesis h₁ dropped" in joined and "answer mutant" in joined
+
+
+def test_a_proof_with_the_right_statement_needs_mathlib_unavailable_not_fail(tmp_path, monkeypatch):
+    monkeypatch.delenv("DSLBENCH_LEAN_PROJECT", raising=False)
+    (t,) = [t for t in _loaded(tmp_path, "minif2f") if t.id == "lean-up-imo-2031-p2"]
+    proof = t.gold.replace("sorry", "omega")
+    for level in (TC.syntax, TC.semantic):
+        v = level(proof, t, tmp_path)
+        assert v.status == "unavailable" and v.reason == "toolchain_unavailable"
+        assert "Mathlib" in v.diagnostics and "DSLBENCH_LEAN_PROJECT is not set" in v.diagnostics
+    # a changed preamble (another answer, a dropped open) is a fail even without Mathlib
+    v = TC.semantic(proof.replace("open BigOperators Real Nat Topology Rat", "open Nat"), t, tmp_path)
+    assert v.status == "fail" and "preamble" in v.diagnostics
+
+
+def test_preamble_prefix_ends_at_a_declaration():
+    pre = "import Mathlib\n\nabbrev s : ℕ := 12"
+    assert lc.starts_with_preamble(pre + "\n-- c\ntheorem t : s = 12 := rfl", pre)
+    assert not lc.starts_with_preamble("import Mathlib\nabbrev s : ℕ := 12 + 1\ntheorem t : s = 13 := rfl", pre)
+    assert not lc.starts_with_preamble("import Mathlib\nabbrev s : ℕ := 123\ntheorem t : True := trivial", pre)
+
+
+def test_imported_gold_with_mathlib_project():
+    """With lean and a Mathlib Lake project: the gold (statement + sorry) elaborates, the mutants
+    elaborate and fail the semantic level. Skipped here (no toolchain, no project)."""
+    import os
+    if not toolchains.probe("lean").available:
+        pytest.skip(f"lean toolchain unavailable here: {toolchains.probe('lean').reason}")
+    if not os.environ.get("DSLBENCH_LEAN_PROJECT"):
+        pytest.skip("DSLBENCH_LEAN_PROJECT (a Lake project with Mathlib) is not set")
+    tasks, _ = _import("putnambench")
+    import tempfile
+    with tempfile.TemporaryDirectory() as d:
+        for t in [load_task_file(w, TC.check_oracle) for w in upstream.write_tasks("lean", list(tasks.values()), Path(d))]:
+            out = pipeline.evaluate("lean", t, t.gold)
+            assert out["syntax"]["status"] == "pass" and "sorry" in out["semantic"]["diagnostics"], t.id
+            for m in t.mutants:
+                out = pipeline.evaluate("lean", t, m.program)
+                assert out["syntax"]["status"] == "pass" and out["semantic"]["status"] == "fail", (t.id, m.note)
