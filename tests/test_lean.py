@@ -291,3 +291,19 @@ def test_imported_gold_with_mathlib_project():
             for m in t.mutants:
                 out = pipeline.evaluate("lean", t, m.program)
                 assert out["syntax"]["status"] == "pass" and out["semantic"]["status"] == "fail", (t.id, m.note)
+
+
+def test_import_verify_reports_placeholder_gold_apart_and_says_why_it_is_unavailable(tmp_path, monkeypatch, capsys):
+    from dslbench import cli
+    monkeypatch.setenv("DSLBENCH_TASKS", str(tmp_path / "out"))
+    monkeypatch.delenv("DSLBENCH_LEAN_PROJECT", raising=False)
+    assert cli.main(["import", "lean", str(FIX / "minif2f"), "--out", str(tmp_path / "out"), "--verify"]) == 0
+    out = capsys.readouterr().out
+    # sorry-gold is not counted as broken gold, and the reason for `unavailable` is the verdict's own
+    assert "gold through both levels" not in out
+    line = next(x for x in out.splitlines() if x.startswith("placeholder gold"))
+    assert "must pass syntax, fail semantics" in line and "unavailable (" in line
+    assert "no toolchain here" not in out
+    assert TC.gold_is_solution(load_tasks(["lean"])["lean"][0]) is False
+    df = pipeline.selfcheck(["lean"], progress=False)
+    assert set(df.loc[df["program"] != "semantic", "program"]) == {"placeholder_gold"}

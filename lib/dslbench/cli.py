@@ -178,14 +178,22 @@ def _verify_import(dsl: str, tree: Path) -> int:
     from .pipeline import selfcheck
     os.environ["DSLBENCH_TASKS"] = str(tree)
     df = selfcheck([dsl])
-    gold = df[df["program"] == "gold"]
-    judged = gold[gold["ok"].notna()]
-    passed = int((judged["ok"] == True).sum())  # noqa: E712  (object column: True, False or None)
-    print(f"gold through both levels: {passed}/{len(judged)} pass"
-          + (f", {len(gold) - len(judged)} unavailable (no toolchain here)" if len(judged) < len(gold) else ""))
-    for r in gold[gold["ok"] == False].itertuples():  # noqa: E712
-        print(f"  {r.task_id}: syntax {r.syntax} ({r.syntax_reason}), semantic {r.semantic} ({r.semantic_reason}): "
-              f"{(r.syntax_diagnostics or r.semantic_diagnostics or '')[:160]}")
+    for kind, what in (("gold", "gold through both levels"),
+                       ("placeholder_gold", "placeholder gold (no upstream solution: must pass syntax, fail semantics)")):
+        gold = df[df["program"] == kind]
+        if gold.empty:
+            continue
+        judged = gold[gold["ok"].notna()]
+        passed = int((judged["ok"] == True).sum())  # noqa: E712  (object column: True, False or None)
+        line = f"{what}: {passed}/{len(judged)} as expected" if kind != "gold" else f"{what}: {passed}/{len(judged)} pass"
+        unavailable = gold[gold["ok"].isna()]
+        if len(unavailable):
+            why = unavailable["syntax_diagnostics"].fillna("").str.split("\n").str[0].str[:120].value_counts()
+            line += f", {len(unavailable)} unavailable (" + "; ".join(f"{n}: {w}" for w, n in why.items()) + ")"
+        print(line)
+        for r in gold[gold["ok"] == False].itertuples():  # noqa: E712
+            print(f"  {r.task_id}: syntax {r.syntax} ({r.syntax_reason}), semantic {r.semantic} ({r.semantic_reason}): "
+                  f"{(r.syntax_diagnostics or r.semantic_diagnostics or '')[:160]}")
     killed = df[(df["program"].isin(["syntax", "semantic"])) & df["ok"].notna()]
     if len(killed):
         print(f"known-bad programs failing their level: {int((killed['ok'] == True).sum())}/{len(killed)}")  # noqa: E712

@@ -291,7 +291,7 @@ def _selfcheck_job(dsl: str, task: Task, kind: str, index: int, program: str) ->
 def expected_outcome(kind: str) -> tuple[str, str]:
     """(syntax, semantic) statuses a program of this kind must get."""
     return {"gold": ("pass", "pass"), "equivalent": ("pass", "pass"), "syntax": ("fail", "fail"),
-            "semantic": ("pass", "fail")}[kind]
+            "semantic": ("pass", "fail"), "placeholder_gold": ("pass", "fail")}[kind]
 
 
 def expected_reasons(kind: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -299,7 +299,9 @@ def expected_reasons(kind: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
     return {"gold": (("ok",), ("ok",)), "equivalent": (("ok",), ("ok",)),
             "syntax": (verdicts.SYNTAX_REASONS, ("syntax_failed",)),
             # a semantic mutant may also never terminate (a loop variable never updated): killed by the limit
-            "semantic": (("ok",), (*verdicts.ORACLE_REASONS, "timeout"))}[kind]
+            "semantic": (("ok",), (*verdicts.ORACLE_REASONS, "timeout")),
+            # a placeholder (no upstream solution) must be accepted by the toolchain and rejected by the oracle
+            "placeholder_gold": (("ok",), verdicts.ORACLE_REASONS)}[kind]
 
 
 SELFCHECK_COLUMNS = ["dsl", "task_id", "program", "index", "syntax", "semantic", "syntax_reason", "semantic_reason",
@@ -310,15 +312,18 @@ def selfcheck(dsls=None, executor: str | None = None, workers: int | None = None
               limit: int | None = None) -> pd.DataFrame:
     """Run every gold solution and known-bad program; column `ok` says whether it got what it must.
 
-    Gold and its equivalents (correct programs that differ from it) must pass both levels; a syntax mutant must fail syntax with a parse or compile reason; a
-    semantic mutant must pass syntax and fail semantics with an oracle reason (wrong output, a failed
-    structural check or proof, a runtime error). Unavailable toolchains give ok = None (not judged here).
+    Gold and its equivalents (correct programs that differ from it) must pass both levels; a syntax
+    mutant must fail syntax with a parse or compile reason; a semantic mutant must pass syntax and fail
+    semantics with an oracle reason (wrong output, a failed structural check or proof, a runtime error).
+    A placeholder gold (Toolchain.gold_is_solution is False: the upstream ships no solution) is checked
+    like a semantic mutant, as kind `placeholder_gold`. Unavailable toolchains give ok = None.
     """
     tasks = load_tasks(dsls or None, limit=limit)
     jobs = []
     for dsl, ts in tasks.items():
         for t in ts:
-            jobs.append((dsl, t, "gold", 0, t.gold))
+            gold_kind = "gold" if toolchains.get(dsl).gold_is_solution(t) else "placeholder_gold"
+            jobs.append((dsl, t, gold_kind, 0, t.gold))
             jobs += [(dsl, t, m.level, i, m.program) for i, m in enumerate(t.mutants)]
             jobs += [(dsl, t, "equivalent", i, e.program) for i, e in enumerate(t.equivalents)]
     rows = []

@@ -94,6 +94,12 @@ class Toolchain(abc.ABC):
         """Problems with a task's oracle spec as (field, message); empty when fine."""
         return []
 
+    def gold_is_solution(self, task) -> bool:
+        """False when the task's gold is a placeholder, not a solution (an upstream that ships no
+        solutions, e.g. a Lean statement proved by `sorry`): the self-check then expects it to pass the
+        syntax level and fail the semantic one, and reports it apart from real gold."""
+        return True
+
     def import_upstream(self, source: Path) -> list[dict]:
         """Task dicts (our schema, provenance.source = upstream) from the DSL's upstream benchmark files."""
         raise ValueError(f"{self.dsl}: no loader for an upstream benchmark format")
