@@ -44,6 +44,26 @@ def test_book_has_every_part(built):
     assert "Validation boundary" in card and "Icarus Verilog" in card
 
 
+def test_book_reads_as_a_supplement(built):
+    """Code collapsed, one parameters cell, the caveat box, a live task-log link, no linkified file
+    names, no en dashes made from `--`, and the task sources page."""
+    run, root = built
+    stage = (root / "generated/stages/03_validation.html").read_text()
+    assert "tag_hide-input" in stage and stage.count("tag_injected-parameters") == 1
+    assert "tag_parameters" not in stage                       # the defaults cell is dropped, the run's values stay
+    results = (root / "generated/results.html").read_text()
+    assert "What these numbers can show" in results and "floor" in results
+    assert "href='../tasks/index.html'" in results or 'href="../tasks/index.html"' in results
+    assert "#../tasks" not in results
+    for page in root.glob("generated/dsls/*.html"):
+        assert not re.search(r'href="http://[\w-]+\.(py|sh|nf|gd|tf|json|yaml)"', page.read_text()), page.name
+    reproduce = (root / "reproduce.html").read_text()
+    assert "--verify" in reproduce and "\u2013verify" not in reproduce
+    sources = (root / "generated/sources.html").read_text()
+    assert "Task sources" in sources and "verilog" in sources
+    assert (root / "_static" / "dslbench.css").exists()
+
+
 def test_results_table_reaches_a_task_log_in_two_clicks(built):
     run, root = built
     results = root / "generated" / "results.html"
@@ -148,6 +168,26 @@ def test_browser_renders_pages_offline(built):
     assert not missing, f"requests for files not in the build: {missing}"
 
 
+@pytest.mark.skipif(not CHROMIUM, reason="chromium not installed")
+def test_log_browser_finds_a_task_by_a_word_of_its_output(built, tmp_path):
+    run, root = built
+    table = RunStore(run).verdict_table()
+    r = table[table["raw_output"].fillna("").str.len() > 0].iloc[0]
+    word = max(re.findall(r"[A-Za-z_][A-Za-z0-9_]{3,}", r["raw_output"]), key=len)
+    href = book.task_page_path(r["dsl"], r["task_id"], r["model"], r["method"], r["sample"])[len("tasks/"):]
+
+    def dom(fragment):
+        return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
+                               f"--user-data-dir={tmp_path / 'profile'}", "--virtual-time-budget=5000", "--dump-dom",
+                               (root / "tasks" / "search.html").as_uri() + fragment],
+                              capture_output=True, text=True, timeout=120).stdout
+    found = dom(f"#q={word}&dsl={r['dsl']}")
+    assert f'href="{href}"' in found, word
+    assert re.search(r'id="count">\d+ of \d+ records', found)
+    none = dom("#q=zzqqxx-no-such-word")
+    assert 'id="count">0 of' in none and f'href="{href}"' not in none
+
+
 def test_batch_runs_are_resumable_and_indexed(tmp_path):
     grid = tmp_path / "grid.yaml"
     grid.write_text(json.dumps({
@@ -170,6 +210,21 @@ def test_viewer_shows_a_record_with_diff(built):
     v = TaskViewer(run)
     assert len(v.current) >= 2
     assert "Candidate vs gold" in v.body.value and "Prompt as sent" in v.body.value
+    # search by a word of one record's output, a reason filter, a sort and the slice summary
+    r = v.table[v.table["raw_output"].fillna("").str.len() > 0].iloc[0]
+    word = max(re.findall(r"[A-Za-z_][A-Za-z0-9_]{3,}", r["raw_output"]), key=len)
+    v.search.value = word
+    assert r["task_id"] in set(v.current["task_id"]) and len(v.current) <= len(v.table)
+    assert "This slice" in v.summary.value and f"{len(v.current)} record(s)" in v.summary.value
+    v.search.value = "zzqqxx-no-such-word"
+    assert len(v.current) == 0 and "no records" in v.summary.value
+    v.search.value = ""
+    reason = r["semantic_reason"]
+    v.reason.value = reason
+    assert ((v.current["semantic_reason"] == reason) | (v.current["syntax_reason"] == reason)).all()
+    v.reason.value = "(any)"
+    v.sort.value = "semantic status"
+    assert list(v.current["semantic_status"]) == sorted(v.current["semantic_status"])
     v.filters["dsl"].value = "verilog"
     assert set(v.current["dsl"]) == {"verilog"}
     v.next.click()

@@ -91,6 +91,12 @@ def test_import_summary_counts_read_imported_and_skipped_by_reason(tmp_path, fak
     out = capsys.readouterr().out
     assert "read 3 record(s), imported 2, skipped 1" in out and "malformed_record" in out
     assert "1,malformed_record,missing field 'n'" in (tmp_path / "skipped.csv").read_text()
+    # import_report.json beside the tasks (not read as a task): source, counts and skip reasons
+    import json
+    report = json.loads((tmp_path / "out2" / "jq" / "import_report.json").read_text())
+    assert (report["read"], report["imported"], report["skipped_by_reason"]) == (3, 2, {"malformed_record": 1})
+    assert report["source"] == str(src.resolve()) and report["source_revision"] is None
+    assert report["benchmark"]
 
 
 def test_import_of_the_wrong_source_or_of_nothing_is_a_clear_error_not_a_traceback(tmp_path, fake_importer, capsys):
@@ -119,4 +125,13 @@ def test_import_verify_runs_the_imported_gold_through_both_levels(tmp_path, fake
     src = tmp_path / "bench.json"
     src.write_text('[{"n": 1}]')
     assert cli.main(["import", "jq", str(src), "--out", str(tmp_path / "out"), "--verify"]) == 0
-    assert "gold through both levels: 1/1 pass" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "gold through both levels: 1/1 pass" in out
+    # the figures are kept beside the tasks, and the book's Task sources page shows them
+    from dslbench.upstream import read_report_files
+    [report] = read_report_files(tmp_path / "out")
+    assert report["verify"]["gold"] == {"judged": 1, "as_expected": 1, "unavailable": 0}
+    from dslbench import book
+    from dslbench.tasks import load_tasks
+    page = book.task_sources_md(load_tasks(["jq"]), tmp_path / "out", [report])
+    assert "## Imports in this task tree" in page and "| 1/1 |" in page and "(`DSLBENCH_TASKS`)" in page

@@ -23,10 +23,11 @@ import pandas as pd
 
 from . import metrics, toolchains, verdicts
 from .metrics import final_verdicts, with_rounds
-from .paths import repo_root
+from .paths import repo_root, tasks_dir
 from .pipeline import doctor
 from .store import RunStore
 from .tasks import load_tasks
+from .upstream import read_report_files
 
 PAGE_ROWS = 500  # rows per task-index page
 
@@ -85,6 +86,40 @@ def dsl_card_md(dsl: str, tasks: list, matrix_row: dict) -> str:
         "## Prompt rules", "", "```text", str((card.get("prompt") or {}).get("rules", "")).strip(), "```", ""])
 
 
+def caveat_md(table: pd.DataFrame) -> list[str]:
+    """The one caveat box of the results pages: what a run on the embedded model can and cannot show."""
+    from .generation import EMBEDDED_MODEL
+    models = sorted(set(table["model"])) if len(table) else []
+    embedded = [m for m in models if "smollm2" in str(m).lower() or str(m) == EMBEDDED_MODEL]
+    if models and not embedded:
+        return []
+    return ["```{admonition} What these numbers can show", ":class: caution",
+            "This run uses the embedded SmolLM2-135M (a 135-million-parameter model that fits in a PyPI wheel) so that "
+            "it reproduces anywhere without a GPU, network or API key. Its pass rates are a **floor**, near zero for "
+            "most DSLs: they show that every stage, validator and statistic runs end to end and how to read them, "
+            "not the paper's model differences or DSL ranking. Point the pipeline at the paper's models "
+            "(`--model`, `data/models.yaml`) for those.", "```", ""]
+
+
+def stage_notebook_for_book(src: Path, dst: Path) -> None:
+    """Copy an executed stage notebook with its code collapsed: code cells get `hide-input` (the reader
+    sees the results and can expand the code). Where papermill injected the run's parameters, the
+    defaults cell is dropped: one parameters cell, with the values this run used."""
+    nb = json.loads(src.read_text(encoding="utf-8"))
+    tags_of = lambda c: list((c.get("metadata") or {}).get("tags") or [])
+    injected = any("injected-parameters" in tags_of(c) for c in nb.get("cells", []))
+    cells = []
+    for cell in nb.get("cells", []):
+        tags = tags_of(cell)
+        if injected and "parameters" in tags:
+            continue
+        if cell.get("cell_type") == "code" and "hide-input" not in tags:
+            cell.setdefault("metadata", {})["tags"] = tags + ["hide-input"]
+        cells.append(cell)
+    nb["cells"] = cells
+    dst.write_text(json.dumps(nb, indent=1, ensure_ascii=False), encoding="utf-8")
+
+
 def results_md(table: pd.DataFrame, run_name: str) -> str:
     lines = ["# Results", "", f"Run `{run_name}`. Every level of every verdict has a status and a reason code "
              "(one taxonomy for all DSLs, listed below). Pass rates are over *evaluated* records, those judged "
@@ -92,7 +127,7 @@ def results_md(table: pd.DataFrame, run_name: str) -> str:
              "validated) or `error` (a failed model call, a validator or sandbox failure) are excluded from both "
              "rates and counted by reason. A `fail` is always the program's fault, including a timeout, an "
              "exhausted resource limit or a crash. Click a cell to list its tasks; click a task to see its "
-             "prompt, output, program, commands, logs and both verdicts.", ""]
+             "prompt, output, program, commands, logs and both verdicts.", "", *caveat_md(table)]
     if table.empty:
         return "\n".join(lines + ["No verdicts in this run yet."])
     rates = metrics.rates(table)
@@ -111,7 +146,9 @@ def results_md(table: pd.DataFrame, run_name: str) -> str:
                     f"<td><a href='{link}'>{fmt(r['syntax_pct'])}</a></td>"
                     f"<td><a href='{link}'>{fmt(r['semantic_pct'])}</a></td><td>{judge}</td></tr>")
     lines += ["```{raw} html", head + "".join(rows) + "</tbody></table>", "```", "",
-              "[All task logs](../tasks/index.html)", ""]
+              # raw HTML: a Markdown link to a non-document path becomes a dead `#../tasks/...` anchor
+              "```{raw} html", "<p><a href='../tasks/index.html'>All task logs</a> · "
+              "<a href='../tasks/search.html'>Search the task logs</a> (filters, words of any output)</p>", "```", ""]
     samples = metrics.samples_per_task(table)
     if samples > 1:
         ks = metrics.default_ks(samples)
@@ -214,13 +251,57 @@ def batch_md(batch_dirs: list[Path]) -> str:
     return "\n".join(lines)
 
 
+def _first_clause(text: str) -> str:
+    """Text up to its first ':', ';' or '. ' outside parentheses (a card's benchmark and its size)."""
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and (ch in ":;" or (ch == "." and text[i + 1:i + 2] in (" ", ""))):
+            text = text[:i]
+            break
+    text = text.strip()
+    return text if len(text) <= 140 else text[:139].rstrip() + "…"
+
+
+def task_sources_md(tasks: dict, tree: Path, reports: list[dict]) -> str:
+    """Where this build's tasks come from: per DSL, the count by source, and the import reports
+    (`dslbench import` writes one beside each imported DSL folder) of an imported task tree."""
+    rows = []
+    for dsl, ts in sorted(tasks.items()):
+        by = pd.Series([t.provenance.get("benchmark", "upstream") if t.provenance["source"] == "upstream" else "authored"
+                        for t in ts]).value_counts()
+        upstream = _first_clause(toolchains.get(dsl).card.get("upstream") or "—")
+        rows.append({"DSL": dsl, "tasks": len(ts), "by source": ", ".join(f"{k}: {v}" for k, v in by.items()),
+                     "the paper's upstream benchmark": upstream})
+    lines = ["# Task sources", "", f"The tasks of this build are read from `{tree}`"
+             + (" (the bundled tasks)." if tree == repo_root() / "data" / "tasks" else " (`DSLBENCH_TASKS`)."),
+             "Bundled tasks are authored for this compendium; upstream benchmarks are imported from the user's own "
+             "download with `dslbench import DSL SOURCE --out TREE` (see the README) and never committed. The figures "
+             "measured on the published upstream repositories are on the reproduction page.", "",
+             _md_table(pd.DataFrame(rows)), ""]
+    if reports:
+        imp = []
+        for r in reports:
+            v = r.get("verify") or {}
+            gold, sem = v.get("gold") or v.get("placeholder_gold") or {}, v.get("semantic") or {}
+            top = ", ".join(f"{k} {n}" for k, n in list((r.get("skipped_by_reason") or {}).items())[:3])
+            imp.append({"DSL": r["dsl"], "benchmark": r.get("benchmark", ""),
+                        "revision": (r.get("source_revision") or "—")[:10], "read": r["read"], "imported": r["imported"],
+                        "skipped (top reasons)": f"{r['skipped']} ({top})" if r["skipped"] else "0",
+                        "gold as expected": f"{gold['as_expected']}/{gold['judged']}" if gold.get("judged") else "not verified",
+                        "semantic mutants killed": f"{sem['as_expected']}/{sem['judged']}" if sem.get("judged") else "—"})
+        lines += ["## Imports in this task tree", "", "From each folder's `import_report.json`; *gold as expected* and "
+                  "*semantic mutants killed* come from `dslbench import --verify`.", "", _md_table(pd.DataFrame(imp)), ""]
+    return "\n".join(lines)
+
+
 def generate_sources(run_dir: Path, batch_dirs: list[Path] = ()) -> Path:
     gen = book_dir() / "generated"
     shutil.rmtree(gen, ignore_errors=True)
     (gen / "stages").mkdir(parents=True)
     (gen / "dsls").mkdir()
     for nb in sorted((run_dir / "notebooks").glob("[0-9][0-9]_*.ipynb")):
-        shutil.copy(nb, gen / "stages" / nb.name)
+        stage_notebook_for_book(nb, gen / "stages" / nb.name)
     tasks = load_tasks()
     matrix = {r["dsl"]: r for r in doctor().to_dict("records")}
     for dsl, ts in tasks.items():
@@ -229,6 +310,7 @@ def generate_sources(run_dir: Path, batch_dirs: list[Path] = ()) -> Path:
     (gen / "results.md").write_text(results_md(table, run_dir.name))
     (gen / "batch.md").write_text(batch_md(list(batch_dirs)))
     (gen / "audit.md").write_text(audit_md(run_dir))
+    (gen / "sources.md").write_text(task_sources_md(tasks, tasks_dir(), read_report_files(tasks_dir())))
     return gen
 
 
@@ -249,7 +331,8 @@ tr.style.display=ok?'':'none';if(ok)n++;}document.getElementById('count').textCo
 def _page(title: str, body: str, root: str) -> str:
     return (f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>"
             f"<style>{CSS}</style></head><body><nav><a href='{root}index.html'>Book</a>"
-            f"<a href='{root}generated/results.html'>Results</a><a href='{root}tasks/index.html'>All task logs</a></nav>"
+            f"<a href='{root}generated/results.html'>Results</a><a href='{root}tasks/index.html'>All task logs</a>"
+            f"<a href='{root}tasks/search.html'>Search</a></nav>"
             f"{body}</body></html>")
 
 
@@ -353,7 +436,64 @@ def write_task_pages(table: pd.DataFrame, out: Path) -> int:
             "<span id='count'></span><table><thead><tr><th>DSL</th><th>model</th><th>method</th><th>records</th>"
             f"<th>semantic passes</th></tr></thead><tbody>{items}</tbody></table><script>{FILTER_JS}</script>")
     (out / "tasks" / "index.html").write_text(_page("Task logs", body, "../"))
+    write_log_browser(table, tasks, out)
     return written
+
+
+SEARCH_CHARS = 1500   # per searchable field of a record: keeps the browser's data file small at scale
+BROWSER_FIELDS = ["dsl", "task_id", "model", "method", "sample", "round", "difficulty", "syntax_status", "syntax_reason",
+                  "semantic_status", "semantic_reason"]
+
+BROWSER_JS = """const F=['dsl','model','method','syntax_status','semantic_status','reason'];let sortKey='dsl',sortDir=1;
+function state(){const s={q:document.getElementById('q').value};for(const f of F)s[f]=document.getElementById(f).value;return s;}
+function setState(s){document.getElementById('q').value=s.q||'';for(const f of F)document.getElementById(f).value=s[f]||'';}
+function fromHash(){const s={};new URLSearchParams(location.hash.slice(1)).forEach((v,k)=>s[k]=v);return s;}
+function matches(r,s){if(s.q){const words=s.q.toLowerCase().split(/\\s+/).filter(Boolean);
+ const hay=(r.task_id+' '+r.text).toLowerCase();if(!words.every(w=>hay.includes(w)))return false;}
+ for(const f of ['dsl','model','method','syntax_status','semantic_status'])if(s[f]&&String(r[f])!==s[f])return false;
+ if(s.reason&&r.syntax_reason!==s.reason&&r.semantic_reason!==s.reason)return false;return true;}
+function render(){const s=state();const h=new URLSearchParams(Object.entries(s).filter(e=>e[1])).toString();
+ history.replaceState(null,'',h?'#'+h:location.pathname);
+ const hits=RECORDS.filter(r=>matches(r,s)).sort((a,b)=>(a[sortKey]>b[sortKey]?1:a[sortKey]<b[sortKey]?-1:0)*sortDir);
+ const shown=hits.slice(0,500);document.getElementById('count').textContent=hits.length+' of '+RECORDS.length+' records'+(hits.length>500?' (first 500 shown)':'');
+ document.getElementById('rows').innerHTML=shown.map(r=>'<tr><td><a href="'+r.href+'">'+esc(r.task_id)+'</a></td><td>'+esc(r.dsl)+'</td><td>'+esc(r.model)+'</td><td>'+esc(r.method)+
+ '</td><td>'+r.sample+'</td><td>'+r.round+'</td><td>'+esc(r.difficulty)+'</td><td class="'+r.syntax_status+'">'+r.syntax_status+' <small>'+esc(r.syntax_reason)+'</small></td><td class="'+r.semantic_status+'">'+r.semantic_status+' <small>'+esc(r.semantic_reason)+'</small></td></tr>').join('');}
+function esc(t){return String(t??'').replace(/[&<>"']/g,c=>({'&':'&amp;','<':'&lt;','>':'&gt;','"':'&quot;',"'":'&#39;'}[c]));}
+function sortBy(k){sortDir=(sortKey===k)?-sortDir:1;sortKey=k;render();}
+function fill(id,vals){const el=document.getElementById(id);for(const v of vals){const o=document.createElement('option');o.textContent=v;el.appendChild(o);}}
+window.addEventListener('load',()=>{for(const f of ['dsl','model','method','syntax_status','semantic_status'])fill(f,[...new Set(RECORDS.map(r=>String(r[f])))].sort());
+ fill('reason',[...new Set(RECORDS.flatMap(r=>[r.syntax_reason,r.semantic_reason]))].filter(Boolean).sort());setState(fromHash());render();});"""
+
+
+def write_log_browser(table: pd.DataFrame, tasks: dict, out: Path) -> Path:
+    """tasks/search.html: every record of the run, filtered by DSL, model, method, status and reason,
+    searched by words of the instruction, output, program and diagnostics, sortable, with the filter
+    state in the URL (a permalink). Offline: the records come as a script file, not a fetch."""
+    records = []
+    for _, r in table.iterrows():
+        task = tasks.get(r["task_id"])
+        text = " ".join(str(x or "")[:SEARCH_CHARS] for x in (
+            task.instruction if task else "", r.get("raw_output"), r.get("program"), r.get("syntax_diagnostics"),
+            r.get("semantic_diagnostics")))
+        rec = {k: (None if pd.isna(r.get(k)) else r.get(k)) if not isinstance(r.get(k), (list, dict)) else r.get(k)
+               for k in BROWSER_FIELDS}
+        rec["href"] = task_page_path(r["dsl"], r["task_id"], r["model"], r["method"], r["sample"], r["round"])[len("tasks/"):]
+        records.append({**rec, "sample": int(rec["sample"] or 0), "round": int(rec["round"] or 0), "text": text})
+    (out / "tasks" / "records.js").write_text("const RECORDS=" + json.dumps(records, ensure_ascii=False, default=str) + ";\n")
+    selects = "".join(f"{label} <select id='{f}' onchange='render()'><option value=''>any</option></select>"
+                      for f, label in (("dsl", "DSL"), ("model", "model"), ("method", "method"),
+                                       ("syntax_status", "syntax"), ("semantic_status", "semantic"), ("reason", "reason")))
+    heads = "".join(f"<th onclick=\"sortBy('{k}')\" style='cursor:pointer'>{label} ↕</th>" for k, label in (
+        ("task_id", "task"), ("dsl", "DSL"), ("model", "model"), ("method", "method"), ("sample", "sample"),
+        ("round", "round"), ("difficulty", "difficulty"), ("syntax_status", "syntax"), ("semantic_status", "semantic")))
+    body = ("<h1>Search the task logs</h1><p>Words match the task id, instruction, model output, extracted program and "
+            "diagnostics (all words must occur). The address bar keeps the filters: copy it to share this view.</p>"
+            "<input id='q' size='40' placeholder='words of the output, diagnostics, instruction…' oninput='render()'> "
+            f"{selects} <span id='count'></span><table><thead><tr>{heads}</tr></thead><tbody id='rows'></tbody></table>"
+            f"<script src='records.js'></script><script>{BROWSER_JS}</script>")
+    path = out / "tasks" / "search.html"
+    path.write_text(_page("Search the task logs", body, "../"))
+    return path
 
 
 # --- vendored JavaScript and the build -----------------------------------------------------------

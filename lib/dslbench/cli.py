@@ -194,9 +194,18 @@ def _verify_import(dsl: str, tree: Path) -> int:
         for r in gold[gold["ok"] == False].itertuples():  # noqa: E712
             print(f"  {r.task_id}: syntax {r.syntax} ({r.syntax_reason}), semantic {r.semantic} ({r.semantic_reason}): "
                   f"{(r.syntax_diagnostics or r.semantic_diagnostics or '')[:160]}")
-    killed = df[(df["program"].isin(["syntax", "semantic"])) & df["ok"].notna()]
-    if len(killed):
-        print(f"known-bad programs failing their level: {int((killed['ok'] == True).sum())}/{len(killed)}")  # noqa: E712
+    figures = {}
+    for kind in ("gold", "placeholder_gold", "syntax", "semantic"):
+        rows = df[(df["program"] == kind) & df["ok"].notna()]
+        figures[kind] = {"judged": len(rows), "as_expected": int((rows["ok"] == True).sum()),  # noqa: E712
+                         "unavailable": int(((df["program"] == kind) & df["ok"].isna()).sum())}
+    for kind, what in (("syntax", "syntax mutants failing the syntax level"),
+                       ("semantic", "semantic mutants killed by the semantic level")):
+        f = figures[kind]
+        if f["judged"]:
+            print(f"{what}: {f['as_expected']}/{f['judged']} ({100 * f['as_expected'] / f['judged']:.1f} %)")
+    from .upstream import write_report_file
+    write_report_file(tree / dsl, {"verify": figures})
     return 0
 
 

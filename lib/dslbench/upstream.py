@@ -12,7 +12,9 @@ An importer raises `NotThisBenchmark` when the source is not the benchmark's pub
 """
 from __future__ import annotations
 
+import json
 import random
+import subprocess
 import shutil
 import tempfile
 from collections import Counter
@@ -210,4 +212,37 @@ def import_upstream(dsl: str, source: Path, out_dir: Path, sample: int | None = 
         sampled_out = len(made.tasks) - len(tasks)
     skipped = list(made.skipped)
     written = write_tasks(dsl, tasks, out_dir, skipped)
-    return ImportReport(dsl, made.read, written, skipped, sampled_out)
+    report = ImportReport(dsl, made.read, written, skipped, sampled_out)
+    if written:
+        benchmarks = Counter((t.get("provenance") or {}).get("benchmark", "") for t in tasks)
+        write_report_file(Path(out_dir) / dsl, {
+            "dsl": dsl, "benchmark": benchmarks.most_common(1)[0][0], "source": str(source.resolve()),
+            "source_revision": _git_revision(source), "read": made.read, "imported": len(written),
+            "skipped": len(skipped), "skipped_by_reason": dict(report.reasons().most_common()),
+            "sample": sample, "seed": seed if sample is not None else None, "sampled_out": sampled_out})
+    return report
+
+
+REPORT_FILE = "import_report.json"   # beside the imported task files (the task loader reads *.yaml only)
+
+
+def write_report_file(folder: Path, fields: dict) -> None:
+    """Merge `fields` into the folder's import report (the import's figures, then --verify's)."""
+    path = folder / REPORT_FILE
+    old = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    path.write_text(json.dumps({**old, **fields}, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def read_report_files(tree: Path) -> list[dict]:
+    """The import reports under a task tree (one per imported DSL folder)."""
+    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(Path(tree).glob(f"*/{REPORT_FILE}"))]
+
+
+def _git_revision(source: Path) -> str | None:
+    """The commit of a git clone (the revision an import was measured on), else None."""
+    folder = source if source.is_dir() else source.parent
+    try:
+        out = subprocess.run(["git", "-C", str(folder), "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() if out.returncode == 0 else None

@@ -3,8 +3,10 @@
     from dslbench.viewer import TaskViewer
     TaskViewer("runs/default")
 
-Filter by DSL, model, method and verdict, step through the matching records, and read for each the
-prompt, raw output, extracted program with a diff against the gold, commands, logs and verdicts.
+Filter by DSL, model, method, verdict and reason, search words of the instruction, output, program and
+diagnostics, sort, see a summary of the current slice, step through the matching records, and read for
+each the prompt, raw output, extracted program with a diff against the gold, commands, logs and verdicts
+(the same filters as the book's static log browser, tasks/search.html).
 Records of later rounds of the same task (refinement) are listed together.
 """
 from __future__ import annotations
@@ -21,6 +23,25 @@ from .store import RunStore
 from .tasks import load_tasks
 
 ANY = "(any)"
+SORTS = {"task": ["dsl", "task_id", "model", "method", "sample", "round"],
+         "semantic status": ["semantic_status", "dsl", "task_id", "model", "method", "sample", "round"],
+         "syntax status": ["syntax_status", "dsl", "task_id", "model", "method", "sample", "round"],
+         "difficulty": ["difficulty", "dsl", "task_id", "model", "method", "sample", "round"]}
+SEARCHED = ("task_id", "raw_output", "program", "syntax_diagnostics", "semantic_diagnostics")
+
+
+def slice_summary(df: pd.DataFrame) -> str:
+    """One line on a slice of records: how many, the verdicts at each level, the top reasons."""
+    if df.empty:
+        return "no records"
+    parts = [f"{len(df)} record(s)"]
+    for level in ("syntax", "semantic"):
+        counts = df[f"{level}_status"].value_counts()
+        parts.append(f"{level}: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    reasons = pd.concat([df["syntax_reason"], df["semantic_reason"]]).value_counts().drop("ok", errors="ignore")
+    if len(reasons):
+        parts.append("top reasons: " + ", ".join(f"{k} {v}" for k, v in reasons.head(3).items()))
+    return " · ".join(parts)
 
 
 def record_html(row: dict, task, rounds: pd.DataFrame | None = None) -> str:
@@ -59,11 +80,18 @@ class TaskViewer:
         opts = lambda col: [ANY] + sorted(map(str, self.table[col].dropna().unique()))  # noqa: E731
         self.filters = {col: w.Dropdown(options=opts(col), description=col.split("_")[0])
                         for col in ("dsl", "model", "method", "syntax_status", "semantic_status")}
+        reasons = pd.concat([self.table["syntax_reason"], self.table["semantic_reason"]]).dropna().unique()
+        self.reason = w.Dropdown(options=[ANY] + sorted(map(str, reasons)), description="reason")
+        self.search = w.Text(placeholder="words of the output, diagnostics, instruction", description="search")
+        self.sort = w.Dropdown(options=list(SORTS), description="sort by")
+        self.summary = w.HTML()
+        self._text = (self.table["task_id"].map(lambda t: self.tasks[t].instruction if t in self.tasks else "")
+                      + " " + self.table[list(SEARCHED)].fillna("").astype(str).agg(" ".join, axis=1)).str.lower()
         self.position = w.BoundedIntText(value=0, min=0, max=0, description="record")
         self.prev, self.next = w.Button(description="◀ previous"), w.Button(description="next ▶")
         self.count = w.Label()
         self.body = w.HTML()
-        for f in self.filters.values():
+        for f in [*self.filters.values(), self.reason, self.search, self.sort]:
             f.observe(lambda _: self._refilter(), names="value")
         self.position.observe(lambda _: self._show(), names="value")
         self.prev.on_click(lambda _: self._step(-1))
@@ -75,7 +103,9 @@ class TaskViewer:
         self.audit_status = w.Label()
         self.agree.on_click(lambda _: self.mark(True))
         self.disagree.on_click(lambda _: self.mark(False))
-        self.widget = w.VBox([w.HBox(list(self.filters.values())[:3]), w.HBox(list(self.filters.values())[3:]),
+        self.widget = w.VBox([w.HBox(list(self.filters.values())[:3]),
+                              w.HBox([*list(self.filters.values())[3:], self.reason]),
+                              w.HBox([self.search, self.sort]), self.summary,
                               w.HBox([self.prev, self.position, self.next, self.count]),
                               w.HBox([self.audit_level, self.agree, self.disagree, self.comment, self.audit_status]),
                               self.body])
@@ -86,10 +116,15 @@ class TaskViewer:
         for col, f in self.filters.items():
             if f.value != ANY:
                 df = df[df[col].astype(str) == f.value]
-        return df.sort_values(["dsl", "task_id", "model", "method", "sample", "round"]).reset_index(drop=True)
+        if self.reason.value != ANY:
+            df = df[(df["syntax_reason"] == self.reason.value) | (df["semantic_reason"] == self.reason.value)]
+        for word in self.search.value.lower().split():      # every word must occur
+            df = df[self._text.loc[df.index].str.contains(word, regex=False)]
+        return df.sort_values(SORTS[self.sort.value]).reset_index(drop=True)
 
     def _refilter(self):
         self.current = self.matching()
+        self.summary.value = f"<p><b>This slice</b>: {html.escape(slice_summary(self.current))}</p>"
         self.position.max = max(len(self.current) - 1, 0)
         self.position.value = 0
         self._show()
