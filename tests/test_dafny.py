@@ -172,36 +172,88 @@ def test_malformed_oracle_is_rejected_with_file_line_and_field(tc, task, tmp_pat
     assert e.value.field == "oracle.test" and "assume" in e.value.message
 
 
-def test_upstream_loader_maps_mbpp_dfy_fields(tc, tmp_path):
-    tasks = tc.import_upstream(FIXTURES / "mbpp_dfy")
-    by_id = {t["id"]: t for t in tasks}
-    assert sorted(by_id) == ["dafny-mbpp-901", "dafny-mbpp-902"]
-    assert tc.skipped == [("903", "no solution file src/task_id_<id>.dfy")]
+def _import(tc, source=FIXTURES / "mbpp_dfy"):
+    return tc.import_upstream(source, verify_gold=False)
+
+
+def test_upstream_import_reads_the_published_layout(tc, tmp_path):
+    made = _import(tc)
+    by_id = {t["id"]: t for t in made.tasks}
+    assert sorted(by_id) == ["dafny-mbpp-901", "dafny-mbpp-902", "dafny-mbpp-903"]
+    assert made.read == 5                    # one record per src/task_id_<id>.dfy; JSON id 950 has none
+    reasons = {s.record: s.reason for s in made.skipped}
+    assert reasons == {"904": "dafny4_only_construct", "905": "malformed_record"}   # 905: unbalanced braces
+    assert "continue" in next(s.detail for s in made.skipped if s.record == "904")
     t = by_id["dafny-mbpp-901"]
-    assert t["provenance"]["source"] == "upstream" and t["provenance"]["benchmark"] == "MBPP-DFY"
-    assert t["provenance"]["upstream_id"] == "901"
-    assert t["oracle"]["signatures"] == [
-        "method SmallerOf(a: int, b: int) returns (m: int)\n  ensures m <= a && m <= b\n  ensures m == a || m == b"]
-    assert "SmallerOf(-2, -7)" in t["oracle"]["test"]            # from test/task_id_901.dfy
-    assert t["oracle"]["signatures"][0] in t["instruction"] and t["mutants"] == []
+    assert t["provenance"] == {"source": "upstream", "benchmark": "MBPP-DFY", "upstream_id": "901",
+                               "licence": t["provenance"]["licence"]} and "GPL-3.0" in t["provenance"]["licence"]
+    assert t["instruction"].startswith("Write a method in Dafny that returns the sum")   # from the dict-keyed JSON
+    # the tested method's header and clauses, and the spec's helper whole (a Dafny 4 `function` is compiled)
+    assert t["oracle"]["signatures"][0] == "method SeqTotal(s: seq<int>) returns (t: int)\n  ensures t == totalOf(s, |s|)"
+    assert t["oracle"]["signatures"][1].startswith("function method totalOf(") and t["oracle"]["signatures"][1].endswith("}")
+    # the `for` loop became a while loop with Dafny 4's implicit invariant and the loop's own
+    assert "for k" not in t["gold"] and "while k < |s|" in t["gold"] and "invariant 0 <= k <= |s|" in t["gold"]
+    assert "invariant t == totalOf(s, k)" in t["gold"] and "k := k + 1;" in t["gold"]
+    # the harness is the test file without the members it re-declares from the solution
+    test = t["oracle"]["test"]
+    assert test.startswith("method SeqTotalTest()") and "totalOf" not in test and "method Main" in test
+    assert "run_main" not in t["oracle"]
     t2 = by_id["dafny-mbpp-902"]
-    assert t2["oracle"]["test"].startswith("method TestTask_902()")   # built from test_cases
-    assert "assert n >= 0;" in t2["oracle"]["test"] and t2["difficulty"] == "medium"
-    written = write_tasks("dafny", tasks, tmp_path)                  # strict load of every task
-    assert [p.name for p in written] == ["dafny-mbpp-901.yaml", "dafny-mbpp-902.yaml"]
-    assert yaml.safe_load(written[0].read_text())["oracle"]["signatures"] == t["oracle"]["signatures"]
+    assert t2["oracle"]["run_main"] is True and "expect" not in t2["oracle"]["test"]
+    assert 'if !(a == 6) { print "DSLBENCH_EXPECT_FAILED check 1\\n"; return; }' in t2["oracle"]["test"]
+    t3 = by_id["dafny-mbpp-903"]
+    assert t3["oracle"]["spec_only"] is True           # the test only prints, for a human to compare
+    assert t3["oracle"]["signatures"][1].startswith("predicate method isVowel(c: char)")
+    written = write_tasks("dafny", made.tasks, tmp_path)                 # strict load of every task
+    assert [p.name for p in written] == ["dafny-mbpp-901.yaml", "dafny-mbpp-902.yaml", "dafny-mbpp-903.yaml"]
 
 
-def test_imported_task_gold_verifies(tc, available):
-    t = {x["id"]: x for x in tc.import_upstream(FIXTURES / "mbpp_dfy")}["dafny-mbpp-902"]
-    import tempfile
-    with tempfile.TemporaryDirectory() as d:
-        path = write_tasks("dafny", [t], Path(d))[0]
+def test_upstream_import_of_the_folder_alone_and_wrong_folders(tc, tmp_path):
+    assert len(_import(tc, FIXTURES / "mbpp_dfy" / "MBPP-DFY-153").tasks) == 3   # the JSON is its sibling
+    from dslbench.upstream import NotThisBenchmark
+    with pytest.raises(NotThisBenchmark, match="descriptions"):
+        _import(tc, FIXTURES / "mbpp_dfy_bad")                # the folder copied without MBPP-san-DFY-228
+    with pytest.raises(NotThisBenchmark, match="not MBPP-DFY"):
+        _import(tc, tmp_path)
+
+
+def test_imported_gold_passes_and_runtime_checks_fail_a_weak_candidate(tc, available, tmp_path):
+    tasks = {t["id"]: t for t in _import(tc).tasks}
+    for path in write_tasks("dafny", list(tasks.values()), tmp_path):
         task = load_task_file(path, tc.check_oracle)
         out = pipeline.evaluate("dafny", task, task.gold)
-    assert out["syntax"]["status"] == out["semantic"]["status"] == "pass", out["semantic"]["diagnostics"]
+        assert out["syntax"]["status"] == out["semantic"]["status"] == "pass", (task.id, out["semantic"])
+        if task.id == "dafny-mbpp-902":
+            # y := x meets the weak specification (y >= x) but not the test's expect a == 6
+            weak = pipeline.evaluate("dafny", task, task.gold.replace("y := 3 * x;", "y := x;"))
+            assert weak["syntax"]["status"] == "pass"
+            assert weak["semantic"]["status"] == "fail" and "run-time check 1" in weak["semantic"]["diagnostics"]
+            assert "a == 6" in weak["semantic"]["expected"] and "a == 6" not in weak["semantic"]["diagnostics"]
+            # a harness that does not resolve is not a syntax failure of the candidate
+            broken = load_task_file(path, tc.check_oracle)
+            broken.oracle["test"] = broken.oracle["test"].replace("Triple(0)", "Triple(0, 1)")
+            bad = pipeline.evaluate("dafny", broken, broken.gold)
+            assert bad["syntax"]["status"] == "pass", bad["syntax"]
+            assert bad["semantic"]["status"] == "fail" and bad["semantic"]["diagnostics"].startswith("test method:")
 
 
-def test_malformed_upstream_record_names_the_record(tc):
-    with pytest.raises(ValueError, match=r"tasks.json record 1 \(task_id 951\): missing field 'method_signature'"):
-        tc.import_upstream(FIXTURES / "mbpp_dfy_bad")
+def test_gold_check_skips_timeouts_and_keeps_killed_mutants(tc, available):
+    from dslbench.upstream import Imported, Skip
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("mbpp_dfy_t", Path(tc.folder) / "mbpp_dfy.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    v = __import__(type(tc).__module__)
+    task = next(t for t in _import(tc).tasks if t["id"] == "dafny-mbpp-902")
+    made = Imported([task], [])
+    # a gold that does not finish within the wall-clock limit is skipped, the run killed
+    out = tc._verify_golds(made, Skip, wall_s=0.05)
+    assert out.tasks == [] and [(s.record, s.reason) for s in out.skipped] == [("902", "gold_timeout")]
+    tried = module.mutant_candidates(task["gold"], task, v._STRIP)
+    assert [m["note"].split(" (")[0] for m in tried] == ["operator flip * -> +", "constant change 3 -> 4",
+                                                          "dropped statement"]
+    tc.mutant_tally = [0, 0]
+    out = tc._verify_golds(made, Skip, mutants=lambda t: module.mutant_candidates(t["gold"], t, v._STRIP))
+    assert out.skipped == [] and len(out.tasks) == 1
+    # 3 * x -> 3 + x: Triple(0) == 3 fails check 2; 4 * x fails check 1; no assignment: y >= x unproved
+    assert len(out.tasks[0]["mutants"]) == 3 and tc.mutant_tally == [3, 3]

@@ -14,6 +14,11 @@ The oracle of a task:
   resource_limit: 5000000   optional z3 resource limit per procedure (Dafny 2.3 /rlimit): verdicts do
                             not depend on machine load
   time_limit_s: 120         optional per-procedure time limit (Dafny /timeLimit), a safety net
+  spec_only: true           optional: the test only calls the members (an upstream test that prints its
+                            results for a human): it need not assert; the specification is the oracle
+  run_main: true            optional: once verified, the program and test are also compiled and run
+                            (the test's Main); a line starting with the test's failure marker
+                            (DSLBENCH_EXPECT_FAILED, what an imported `expect` becomes) fails it
 
 Judges: Dafny 4 (`dafny resolve` / `dafny verify`) when a Dafny 4 binary is on PATH, otherwise
 Debian's Dafny 2.3 (mono + z3 4.8.12; legacy CLI `/noVerify`, `/compile:0`). The tasks are written in
@@ -34,6 +39,7 @@ from dslbench.toolchains import Probe, Toolchain
 TEST_FILE = "dslbench_test.dfy"
 DEFAULT_TIME_LIMIT = 120          # seconds per procedure: a safety net only
 DEFAULT_RLIMIT = 5_000_000        # z3 resource limit per procedure (deterministic, unlike time)
+EXPECT_MARKER = "DSLBENCH_EXPECT_FAILED"   # printed by a run-time check of the task's test (run_main)
 DECL_KEYWORDS = ("method", "lemma", "function", "predicate", "constructor", "datatype")
 
 # Tokens: comments and string/char literals are removed first; identifiers may contain ' ? _.
@@ -233,7 +239,7 @@ class Validator(Toolchain):
     # --- oracle ---------------------------------------------------------------------------------
     def check_oracle(self, task):
         o, problems = task.oracle, []
-        known = {"signatures", "test", "time_limit_s", "resource_limit"}
+        known = {"signatures", "test", "time_limit_s", "resource_limit", "run_main", "spec_only"}
         for key in sorted(set(o) - known):
             problems.append((key, f"unknown oracle field (allowed: {', '.join(sorted(known))})"))
         sigs = o.get("signatures")
@@ -257,13 +263,20 @@ class Validator(Toolchain):
             problems.append(("test", "a test method text (concrete calls with assertions) is required"))
         else:
             ttoks = tokens(test)
-            if "method" not in ttoks or "assert" not in ttoks:
+            checks = ("assert" in ttoks or (o.get("run_main") is True and EXPECT_MARKER in test)
+                      or o.get("spec_only") is True)
+            if "method" not in ttoks or not checks:
                 problems.append(("test", "the test must declare a method that asserts results"))
+            if o.get("run_main") is True and not re.search(r"\bmethod\s+Main\b", strip_comments(test)):
+                problems.append(("run_main", "a test that is run needs a `method Main`"))
             if cheats(test):
                 problems.append(("test", cheats(test)[0]))
         tl = o.get("time_limit_s", DEFAULT_TIME_LIMIT)
         if not isinstance(tl, int) or isinstance(tl, bool) or not 1 <= tl <= 240:
             problems.append(("time_limit_s", "an integer number of seconds between 1 and 240"))
+        for key in ("run_main", "spec_only"):
+            if not isinstance(o.get(key, False), bool):
+                problems.append((key, "true or false"))
         rl = o.get("resource_limit", DEFAULT_RLIMIT)
         if not isinstance(rl, int) or isinstance(rl, bool) or not 100_000 <= rl <= 100_000_000:
             problems.append(("resource_limit", "an integer z3 resource limit between 100000 and 100000000"))
@@ -272,16 +285,21 @@ class Validator(Toolchain):
         return problems
 
     # --- levels ---------------------------------------------------------------------------------
-    def _cmd(self, level: str, files: list[str], time_limit: int, rlimit: int = DEFAULT_RLIMIT) -> list[str]:
+    def _cmd(self, level: str, files: list[str], time_limit: int, rlimit: int = DEFAULT_RLIMIT,
+             run: bool = False) -> list[str]:
         self._ensure()
         if self._major >= 4:
             compat = ["--function-syntax:3", "--quantifier-syntax:3", "--use-basename-for-filename"]
             if level == "syntax":
                 return [self._exe, "resolve", *compat, *files]
+            if run:   # verifies, then runs Main (extra files as --input)
+                return [self._exe, "run", *compat, f"--verification-time-limit:{time_limit}", "--cores:1", files[0],
+                        *[a for f in files[1:] for a in ("--input", f)]]
             return [self._exe, "verify", *compat, f"--verification-time-limit:{time_limit}", "--cores:1", *files]
         if level == "syntax":
             return ["dafny", "/compile:0", "/noVerify", "/nologo", *files]
-        return ["dafny", "/compile:0", "/nologo", "/noCheating:1", f"/rlimit:{rlimit}", f"/timeLimit:{time_limit}",
+        # /compile:3 verifies, and only when everything verifies compiles and runs Main
+        return ["dafny", "/compile:3" if run else "/compile:0", "/nologo", "/noCheating:1", f"/rlimit:{rlimit}", f"/timeLimit:{time_limit}",
                 "/vcsCores:1", *files]
 
     def _joint_run(self, task, work: Path):
@@ -293,7 +311,8 @@ class Validator(Toolchain):
         (work / TEST_FILE).write_text(task.oracle["test"], encoding="utf-8")
         limit = int(task.oracle.get("time_limit_s", DEFAULT_TIME_LIMIT))
         rlimit = int(task.oracle.get("resource_limit", DEFAULT_RLIMIT))
-        return self.run(self._cmd("semantic", [self.file_name, TEST_FILE], limit, rlimit), work)
+        run = task.oracle.get("run_main") is True
+        return self.run(self._cmd("semantic", [self.file_name, TEST_FILE], limit, rlimit, run), work)
 
     def _candidate_errors(self, output: str) -> list[str]:
         """Parse/resolution errors located in the candidate (the run stopped before verification)."""
@@ -315,7 +334,8 @@ class Validator(Toolchain):
             errors = self._candidate_errors(out)
             clash = any("uplicate" in e for e in errors)   # a name clash with the task's test
             only_bodies = errors and all(BODY_REQUIRED.search(e) for e in errors)
-            if result.timed_out or clash or only_bodies:
+            inconclusive = not errors and result.returncode not in (0, 4)   # the test's errors, a crash
+            if result.timed_out or clash or only_bodies or inconclusive:
                 # Judge the program alone with the plain resolver: a time-out is in verification, a
                 # clash involves the test, and /noCheating:1 stops at bodyless declarations.
                 alone = self._resolve_alone(work)
@@ -332,7 +352,11 @@ class Validator(Toolchain):
             return self.verdict("fail", "dafny timed out while resolving", result)
         if result.returncode != 0:
             out = result.stdout + "\n" + result.stderr
-            return self.verdict("fail", first_error(out) or f"dafny exit {result.returncode}", result)
+            why = first_error(out)
+            if not why:   # no Dafny error message: mono or Dafny itself failed, not the program
+                return self.verdict("error", f"dafny exit {result.returncode} without an error message "
+                                    f"(toolchain crash?): {out.strip()[-200:]}", result, reason="toolchain_crash")
+            return self.verdict("fail", why, result)
         return self.verdict("pass", "parses and resolves", result)
 
     def semantic(self, program, task, work):
@@ -346,27 +370,135 @@ class Validator(Toolchain):
         if result.timed_out:
             return self.verdict("fail", "verification timed out (sandbox wall-clock limit)", result, duration)
         out = result.stdout + "\n" + result.stderr
+        run = task.oracle.get("run_main") is True
+        m = re.search(r"finished with (\d+) verified, (\d+) errors?", out)
+        verified = bool(m and m.group(2) == "0" and int(m.group(1)) > 0)
+        if run and verified and ("Running..." in out or self._major >= 4):   # Dafny 4 prints no "Running..."
+            return self._run_verdict(task, result, out, duration, m.group(1))
+        if result.returncode != 0 and not first_error(out):
+            return self.verdict("error", f"dafny exit {result.returncode} without an error message (toolchain "
+                                f"crash?): {out.strip()[-200:]}", result, duration, reason="toolchain_crash")
         if result.returncode != 0:
             why = first_error(out) or f"dafny exit {result.returncode}"
             expected = hidden_test_line(why, task.oracle["test"])   # the test is hidden: its text is the oracle's
             if TEST_FILE in why:
                 why = "test method: " + why
             return self.verdict("fail", why, result, duration, expected=expected)
-        m = re.search(r"finished with (\d+) verified, (\d+) errors?", out)
-        if not m or m.group(2) != "0" or int(m.group(1)) == 0:
+        if not verified:
             why = first_error(out)
             return self.verdict("fail", why or "the verifier reported no verified declarations",
                                 result, duration, expected=hidden_test_line(why, task.oracle["test"]))
+        if run:   # verified, yet Dafny did not reach the run: its compiler failed (ours, not the program's)
+            return self.verdict("error", "verified, but the compiled test was not run: "
+                                + (first_error(out) or out.strip()[-200:]), result, duration, reason="harness_error")
         return self.verdict("pass", f"verifies with the task's specification and test ({m.group(1)} verified)",
                             result, duration)
 
+    def _run_verdict(self, task, result, out: str, duration, verified: str):
+        """The verdict of a verified program whose test was also run (oracle run_main)."""
+        ran = out.split("Running...", 1)[1] if "Running..." in out else re.split(r"finished with .*\n", out, 1)[-1]
+        failed = re.search(rf"{EXPECT_MARKER} check (\d+)", ran)
+        if failed:
+            n = int(failed.group(1))
+            line = next((l.strip() for l in task.oracle["test"].splitlines() if f"{EXPECT_MARKER} check {n}\\n" in l), "")
+            return self.verdict("fail", f"test method: run-time check {n} of the hidden test failed", result, duration,
+                                reason="wrong_output", expected=f"the hidden test, check {n}: {line}")
+        if result.returncode != 0:
+            tail = [l for l in ran.splitlines() if l.strip()][-3:]
+            return self.verdict("fail", "the test run failed: " + " | ".join(tail)[:300], result, duration,
+                                reason="runtime_error")
+        return self.verdict("pass", f"verifies with the task's specification and test ({verified} verified) "
+                            "and the test runs without a failed check", result, duration)
+
     # --- upstream -------------------------------------------------------------------------------
-    def import_upstream(self, source: Path) -> list[dict]:
-        """MBPP-DFY layout: task JSON records (task_id, task_description, method_signature, test_cases)
-        plus src/<id>.dfy (verified solution) and test/<id>.dfy (test method). See upstream.py."""
+    def import_upstream(self, source: Path, verify_gold: bool | None = None):
+        """MBPP-DFY as published (a clone of Mondego/dafny-synthesis or its MBPP-DFY-153 folder):
+        see mbpp_dfy.py. With verify_gold (or DSLBENCH_DAFNY_VERIFY_GOLD=1), each gold is first
+        verified with its harness under a wall-clock limit and skipped as gold_timeout / gold_fails."""
         import importlib.util
-        spec = importlib.util.spec_from_file_location("dslbench_dafny_upstream", self.folder / "upstream.py")
+        from dslbench.upstream import NotThisBenchmark, Skip, convert_each
+        spec = importlib.util.spec_from_file_location("dslbench_dafny_mbpp_dfy", self.folder / "mbpp_dfy.py")
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        tasks, self.skipped = module.load(Path(source), self)
-        return tasks
+        import sys
+        vmod = sys.modules[type(self).__module__]
+        folder, json_path = module.find_root(Path(source))
+        if not (folder / "src").is_dir() or not any((folder / "src").glob("task_id_*.dfy")):
+            raise NotThisBenchmark(f"{source}: not MBPP-DFY (no {module.FOLDER}/src/task_id_<id>.dfy; give a clone "
+                                   "of Mondego/dafny-synthesis or its MBPP-DFY-153 folder)")
+        if json_path is None:
+            raise NotThisBenchmark(f"{source}: MBPP-DFY's descriptions ({module.JSON_NAME} in MBPP-san-DFY-228/) "
+                                   "are not beside MBPP-DFY-153: give the whole clone")
+        recs = module.records(folder, json_path)
+        made = convert_each(recs, lambda tid, rec: module.convert(tid, rec, folder, vmod, Skip),
+                            progress=True, total=len(recs))
+        if verify_gold is None:
+            verify_gold = os.environ.get("DSLBENCH_DAFNY_VERIFY_GOLD") == "1"
+        if verify_gold:
+            self.mutant_tally = [0, 0]   # (killed, generated) mutants of the verified golds
+            made = self._verify_golds(made, Skip, mutants=lambda t: module.mutant_candidates(t["gold"], t, vmod._STRIP))
+        return made
+
+    def _verify_golds(self, made, Skip, wall_s: int | None = None, mutants=None):
+        """Keep the tasks whose gold verifies (and runs) with its harness within the time limit; a
+        hang cannot block the import (wall-clock timeout, niced Dafny, two at a time)."""
+        from concurrent.futures import ThreadPoolExecutor
+        import tempfile
+        from dslbench.upstream import Imported
+        wall = wall_s or float(os.environ.get("DSLBENCH_DAFNY_GOLD_WALL_S", "300"))
+        self._ensure()
+
+        def joint(task, program, seconds):
+            """(output, exit code) of the niced joint run of `program` with the task's harness; (None, None)
+            when it did not finish within `seconds`."""
+            with tempfile.TemporaryDirectory(prefix="dafny-gold-") as d:
+                (Path(d) / self.file_name).write_text(program, encoding="utf-8")
+                (Path(d) / TEST_FILE).write_text(task["oracle"]["test"], encoding="utf-8")
+                cmd = ["nice", "-n", "10", *self._cmd("semantic", [self.file_name, TEST_FILE],
+                                                      DEFAULT_TIME_LIMIT, DEFAULT_RLIMIT,
+                                                      task["oracle"].get("run_main") is True)]
+                proc = subprocess.Popen(cmd, cwd=d, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                        start_new_session=True)
+                try:
+                    return proc.communicate(timeout=seconds)[0], proc.returncode
+                except subprocess.TimeoutExpired:
+                    os.killpg(proc.pid, 9)   # mono, Boogie and z3 with it: a hang cannot block the import
+                    proc.communicate()
+                    return None, None
+
+        def killed(task, program) -> bool:
+            """A real semantic kill: resolves, then fails verification or a run-time check."""
+            out, _ = joint(task, program, min(wall, 120))
+            if out is None or re.search(r"(parse|resolution/type) errors detected|timed out|out of resource", out):
+                return False
+            m = re.search(r"finished with (\d+) verified, (\d+) errors?", out)
+            return bool(m and m.group(2) != "0") or EXPECT_MARKER in out
+
+        def check(task):
+            out, code = joint(task, task["gold"], wall)
+            if out is None:
+                return Skip(task["provenance"]["upstream_id"], "gold_timeout",
+                            f"the gold did not verify within {wall:g} s")
+            m = re.search(r"finished with (\d+) verified, (\d+) errors?", out)
+            if code != 0 or not m or m.group(2) != "0" or EXPECT_MARKER in out:
+                why = first_error(out) or (f"{EXPECT_MARKER} (a run-time check failed)" if EXPECT_MARKER in out
+                                           else f"dafny exit {code}")
+                reason = "gold_timeout" if re.search(r"timed out|out of resource", why, re.I) else "gold_fails"
+                return Skip(task["provenance"]["upstream_id"], reason, why)
+            if mutants is not None:
+                tried = mutants(task)
+                kept = [m for m in tried if killed(task, m["program"])]
+                self.mutant_tally[0] += len(kept)
+                self.mutant_tally[1] += len(tried)
+                task = {**task, "mutants": kept}
+            return task
+
+        with ThreadPoolExecutor(max_workers=int(os.environ.get("DSLBENCH_DAFNY_GOLD_JOBS", "2"))) as pool:
+            results = list(pool.map(check, made.tasks))
+        out = Imported([r for r in results if isinstance(r, dict)], list(made.skipped))
+        out.skipped += [r for r in results if not isinstance(r, dict)]
+        if mutants is not None:
+            import sys
+            print(f"dafny: {self.mutant_tally[0]}/{self.mutant_tally[1]} generated semantic mutants of the verified "
+                  "golds are killed (kept as the tasks' mutants)", file=sys.stderr)
+        return out
