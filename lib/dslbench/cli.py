@@ -151,7 +151,8 @@ def cmd_import(args) -> int:
     """Import an upstream benchmark: a summary of what was read, imported and skipped (by reason)."""
     from .errors import UserError
     from .upstream import import_upstream
-    report = import_upstream(args.dsl_name, Path(args.source), Path(args.out), args.sample, args.seed)
+    report = import_upstream(args.dsl_name, Path(args.source), Path(args.out), args.sample, args.seed,
+                             verify_gold=args.verify)
     print(report.summary())
     if args.skipped_csv:
         import csv

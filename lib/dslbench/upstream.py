@@ -193,14 +193,21 @@ class ImportReport:
         return "\n".join(lines)
 
 
-def import_upstream(dsl: str, source: Path, out_dir: Path, sample: int | None = None, seed: int = 0) -> ImportReport:
-    """Import `source` for `dsl` into out_dir/<dsl>/: what was written, what was skipped and why."""
+def import_upstream(dsl: str, source: Path, out_dir: Path, sample: int | None = None, seed: int = 0,
+                    verify_gold: bool = False) -> ImportReport:
+    """Import `source` for `dsl` into out_dir/<dsl>/: what was written, what was skipped and why.
+
+    `verify_gold` (`dslbench import --verify`) is passed to an importer that takes it: one that can run
+    the upstream gold while importing (Dafny) then skips gold that fails or times out, with a reason."""
     source = Path(source)
     if not source.exists():
         raise UserError(f"{source}: no such file or folder (give the upstream clone or unpacked archive)")
     tc = toolchains.get(dsl)
     try:
-        made = _legacy(tc, tc.import_upstream(source))
+        import inspect
+        takes_verify = "verify_gold" in inspect.signature(tc.import_upstream).parameters
+        made = _legacy(tc, tc.import_upstream(source, verify_gold=verify_gold) if takes_verify and verify_gold
+                       else tc.import_upstream(source))
     except UserError:
         raise
     except (ValueError, KeyError, TypeError, OSError, yaml.YAMLError) as e:  # a whole-source failure, told plainly
