@@ -118,42 +118,99 @@ def test_check_oracle_rejects_malformed_spec(tmp_path):
     assert V.check_spec({"base": "Node", "scenarios": [{"steps": [{"set": "x", "value": 1}]}]})[0][0] == "scenarios"
 
 
-# --- learn-gdscript loader ------------------------------------------------------------------------
+# --- learn-gdscript importer (fixture in the published layout: clone root with project.godot) ------
 
-def test_loader_maps_practices_and_skips_with_reason(tmp_path):
-    tasks = TC.import_upstream(FIXTURES)
-    assert [t["title"] for t in tasks] == ["Count the Coins", "Spin the Wheel"]
-    coins, spin = tasks
-    assert coins["provenance"]["upstream_id"] == "res://course/lesson-4-coin-counter/practice-Ab12Cd34.tres"
-    assert coins["gold"] == "extends Node2D\n\nvar coins := 0\n\n\nfunc _run():\n\tcoins += 3\n"
-    assert "`_run()`" in coins["instruction"] and "[code]" not in coins["instruction"]
-    assert coins["oracle"]["scenarios"][0]["steps"] == [{"call": "_run", "ignore": True}, {"get": "coins"}]
-    assert spin["gold"].endswith("\trotation = 0.0\n\trotate(1.5)\n")
-    assert {"get": "rotation"} in spin["oracle"]["scenarios"][0]["steps"]          # read by the tester
-    assert TC.last_skipped == [("res://course/lesson-4-coin-counter/practice-Ij90Kl12.tres",
-                                "the solution has no argument-free _run()/run() to call")]
-    written = upstream.write_tasks("gdscript", tasks, tmp_path)
-    assert len(written) == 2 and all(p.parent.name == "gdscript" for p in written)
+def _import(source=FIXTURES):
+    return TC.import_upstream(source)
 
 
-def test_imported_gold_passes_the_harness(godot, tmp_path):
-    written = upstream.write_tasks("gdscript", TC.import_upstream(FIXTURES), tmp_path)
-    task = load_task_file(written[1], TC.check_oracle)
-    syn, sem = run(task, task.gold)
-    assert syn["status"] == sem["status"] == "pass", (syn, sem)
-    syn, sem = run(task, task.gold.replace("rotate(1.5)", "rotate(0.5)"))
-    assert sem["status"] == "fail" and "get rotation" in sem["diagnostics"]
+def test_importer_maps_practices_and_skips_with_reasons():
+    made = _import()
+    assert isinstance(made, upstream.Imported) and made.read == 7
+    by_title = {t["title"]: t for t in made.tasks}
+    assert sorted(by_title) == ["Count the Coins", "Spin the Wheel", "Wave Hello"]
+    coins, spin = by_title["Count the Coins"], by_title["Spin the Wheel"]
+    assert coins["id"] == "gdscript-up-lesson-3-counting-coins-1"
+    assert coins["provenance"]["upstream_id"] == "res://course/lesson-3-counting-coins/practice-Ab12Cd34.tres"
+    assert "func add_coins():\n\tcoins += 3\n" in coins["gold"] and "EXPORT" not in coins["gold"]
+    assert "func add_coins():\n\tpass\n" in coins["instruction"] and "[code]" not in coins["instruction"]
+    assert coins["oracle"]["scenarios"][0]["steps"][:2] == [{"call": "_run", "ignore": True}, {"get": "coins"}]
+    assert {"get": "visible"} in coins["oracle"]["scenarios"][0]["steps"]       # the node's own state too
+    # The Events autoload the practice emits on is given as a stand-in, registered by project.godot.
+    assert sorted(coins["context"]) == ["Events.gd", "project.godot"]
+    assert 'Events="*res://Events.gd"' in coins["context"]["project.godot"]
+    assert "signal practice_run_completed" in coins["context"]["Events.gd"]
+    # res:// paths resolve against the project root; a _process practice is judged after ticked frames.
+    assert spin["provenance"]["tester"] == "res://course/lesson-3-counting-coins/spin/TestsSpin.gd"
+    assert {"tick": 60} in spin["oracle"]["scenarios"][0]["steps"]
+    assert {"get": "rotation"} in spin["oracle"]["scenarios"][0]["steps"]
+    # semantic mutants of the gold: an operator flip, a constant change or a dropped statement
+    assert coins["mutants"] and all(m["level"] == "semantic" and m["program"] != coins["gold"] for m in coins["mutants"])
+    # A scene node reached by find_node(): a recording stand-in of the scene's type; the scene's start
+    # values are set first; a practice that prints is judged on its output.
+    wave = by_title["Wave Hello"]["oracle"]
+    assert wave["nodes"] == [{"path": "AnimationTree", "type": "AnimationTree", "methods": ["travel"],
+                              "props": [], "signals": []}]
+    assert wave["output"] is True and wave["scenarios"][0]["steps"][0] == {"set": "visible", "value": False}
+    assert wave["scenarios"][0]["steps"][-1] == {"get": "dslbench_calls", "on": "node0"}
+    assert {"get": "_animation_tree"} not in wave["scenarios"][0]["steps"]
+    reasons = {s.record.rsplit("/", 1)[-1]: s.reason for s in made.skipped}
+    assert reasons == {"practice-Yz56Ab78.tres": "needs_course_scene",       # get_children() of its scene
+                       "practice-Qr78St90.tres": "needs_course_class",       # extends the course's DrawingTurtle
+                       "practice-Mn34Op56.tres": "malformed_record",         # names a missing tester
+                       "practice-Uv12Wx34.tres": "needs_course_runtime"}     # another autoload (MessageBus)
+    bad = next(s for s in made.skipped if s.reason == "malformed_record")
+    assert "TestsMissing.gd" in bad.detail and "lesson.tres:" in bad.detail
 
 
-def test_malformed_upstream_record_names_the_practice(tmp_path):
-    course = tmp_path / "course"
-    shutil.copytree(FIXTURES, course)
-    lesson = course / "lesson-4-coin-counter" / "lesson.tres"
-    lesson.write_text(lesson.read_text().replace('validator_script_path = "spin/TestsSpin.gd"\n', ""))
-    with pytest.raises(ValueError) as e:
-        TC.import_upstream(course)
-    assert "practice-Ef56Gh78" in str(e.value) and "validator_script_path" in str(e.value)
-    assert "lesson.tres:" in str(e.value)
+def test_importer_reads_the_course_folder_too_and_rejects_a_wrong_folder(tmp_path):
+    assert [t["id"] for t in _import(FIXTURES / "course").tasks] == [t["id"] for t in _import().tasks]
+    with pytest.raises(upstream.NotThisBenchmark):
+        _import(FIXTURES / "course" / "lesson-3-counting-coins")
+    with pytest.raises(upstream.NotThisBenchmark):
+        _import(tmp_path)
+
+
+def test_import_writes_valid_tasks_and_summary(tmp_path):
+    report = upstream.import_upstream("gdscript", FIXTURES, tmp_path)
+    assert len(report.written) == 3 and report.read == 7
+    assert report.reasons() == {"needs_course_scene": 1, "malformed_record": 1, "needs_course_runtime": 1,
+                                "needs_course_class": 1}
+
+
+def test_tick_step_is_checked():
+    ok = {"base": "Node2D", "scenarios": [{"steps": [{"tick": 10, "delta": 0.1}, {"get": "rotation"}]}]}
+    assert V.check_spec(ok) == []
+    assert V.check_spec({**ok, "output": True, "nodes": [{"path": "A/B", "type": "Label", "props": ["text"]}]}) == []
+    assert [f for f, _ in V.check_spec({**ok, "output": 1, "nodes": [{"path": "../x", "type": "Label"}]})] == \
+        ["nodes[0].path", "output"]
+    bad = {"base": "Node2D", "scenarios": [{"steps": [{"tick": "x"}, {"tick": 5, "delta": 0}, {"get": "a"}]}]}
+    assert [f for f, _ in V.check_spec(bad)] == ["scenarios[0].steps[0].tick", "scenarios[0].steps[1].delta"]
+
+
+def test_imported_gold_passes_and_mutants_are_killed(godot, tmp_path):
+    written = upstream.write_tasks("gdscript", _import().tasks, tmp_path)
+    tasks = {t.title: t for t in (load_task_file(p, TC.check_oracle) for p in written)}
+    for task in tasks.values():
+        syn, sem = run(task, task.gold)
+        assert syn["status"] == sem["status"] == "pass", (task.id, syn, sem)
+    spin = tasks["Spin the Wheel"]
+    # _process is ticked: a slower wheel ends at another rotation.
+    syn, sem = run(spin, spin.gold.replace("rotate(3 * delta)", "rotate(2 * delta)"))
+    assert syn["status"] == "pass" and sem["status"] == "fail" and "get rotation" in sem["diagnostics"]
+    coins = tasks["Count the Coins"]
+    for m in coins.mutants:
+        syn, sem = run(coins, m.program)
+        assert syn["status"] == "pass" and sem["status"] == "fail", m.note
+    wave = tasks["Wave Hello"]
+    for old, new in (("\tshow()\n", "\tpass\n"), ('travel("wave")', 'travel("jump")'), ('"Hi!"', '"Hello!"')):
+        syn, sem = run(wave, wave.gold.replace(old, new))
+        assert syn["status"] == "pass" and sem["status"] == "fail", (old, sem)
+    assert "printed output differs at line 1" in sem["diagnostics"] and "Hi!" in sem["expected"]
+    # An autoload name that the project does not register is still a syntax failure.
+    coins = tasks["Count the Coins"]
+    syn, sem = run(coins, coins.gold.replace("Events.emit_signal", "Evnts.emit_signal"))
+    assert syn["status"] == "fail" and "Evnts" in syn["diagnostics"] and "program.gd:" in syn["diagnostics"]
 
 
 def test_candidate_never_sees_the_gold(godot):

@@ -65,6 +65,8 @@ func run_script(path: String, plan: Dictionary) -> void:
 			emit("FATAL", path, ["the script extends %s, not %s" % [inst.get_class(), base]])
 			return
 		var slots := {"self": inst}
+		for spec in plan.get("nodes", []):
+			add_standin(inst, spec)
 		if scenario["tree"]:
 			if inst is Node:
 				get_root().add_child(inst)
@@ -82,6 +84,48 @@ func run_script(path: String, plan: Dictionary) -> void:
 				get_root().remove_child(inst)
 			inst.free()
 		scenario_index += 1
+
+
+# A stand-in for a node of the course scene that the script reaches ($Name, find_node("Name")):
+# a node of the scene's type whose script adds the methods, properties and signals the script uses
+# that the type lacks; the methods do nothing but record their calls in `dslbench_calls`.
+func add_standin(inst: Node, spec: Dictionary) -> void:
+	var parent: Node = inst
+	var parts: Array = spec["path"].split("/")
+	for k in range(parts.size()):
+		var node = parent.get_node_or_null(parts[k])
+		if node == null:
+			node = make_standin(spec) if k == parts.size() - 1 else Node2D.new()
+			node.name = parts[k]
+			parent.add_child(node)
+			node.owner = inst
+		parent = node
+
+
+func make_standin(spec: Dictionary) -> Node:
+	var type: String = spec["type"]
+	if not ClassDB.class_exists(type) or not ClassDB.can_instance(type) or not ClassDB.is_parent_class(type, "Node"):
+		type = "Node"
+	var native_props := []
+	for p in ClassDB.class_get_property_list(type):
+		native_props.append(p["name"])
+	var src := "extends %s\n\nvar dslbench_calls := []\n" % type
+	for name in spec["signals"]:
+		if not ClassDB.class_has_signal(type, name):
+			src += "signal %s\n" % name
+	for name in spec["props"]:
+		if not name in native_props and not name in spec["methods"]:
+			src += "var %s\n" % name
+	for name in spec["methods"]:
+		if not ClassDB.class_has_method(type, name):
+			src += "func %s(a = null, b = null, c = null, d = null, e = null, f = null):\n" % name
+			src += "\tdslbench_calls.append([\"%s\", a, b, c, d, e, f])\n" % name
+	var script := GDScript.new()
+	script.source_code = src
+	script.reload()
+	var node: Node = ClassDB.instance(type)
+	node.set_script(script)
+	return node
 
 
 func err(message: String) -> Dictionary:
@@ -116,6 +160,18 @@ func run_step(script, step: Dictionary, slots: Dictionary):
 	var target = slots[step["on"]]
 	if typeof(target) != TYPE_OBJECT or not is_instance_valid(target):
 		return err("%s is not an object" % step["on"])
+	if op == "tick":
+		# Simulated frames: the engine does not run real frames during the harness, so the
+		# instance's own _process/_physics_process are called while it has processing enabled.
+		var delta: float = str2var(step["args"])[0]
+		for _frame in range(int(name)):
+			if not is_instance_valid(target) or not (target is Node):
+				break
+			if target.is_processing() and target.has_method("_process"):
+				target._process(delta)
+			if is_instance_valid(target) and target.is_physics_processing() and target.has_method("_physics_process"):
+				target._physics_process(delta)
+		return null
 	if op == "call":
 		if not target.has_method(name):
 			return err("no method %s" % name)

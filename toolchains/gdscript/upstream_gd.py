@@ -1,25 +1,34 @@
 """learn-gdscript 1.x (Godot 3) practices -> DSL-Bench task dicts.
 
-Layout read (one folder per lesson, anywhere under `source`):
-  <lesson>/lesson.tres       Godot text resource; [sub_resource] blocks with `practice_id` are practices:
-                             title, goal (BBCode), starting_code, validator_script_path,
-                             script_slice_path and optionally slice_name (paths relative to the lesson)
-  <slice>.slice.tres         (script_slice_path ending in .tres) name, lines_before, lines_editable,
-                             lines_after, leading_spaces: the solution script around the editable slice
-  <script>.gd                (script_slice_path ending in .gd, with slice_name) the solution script whose
-                             `# EXPORT <slice_name>` ... `# /EXPORT <slice_name>` lines are the editable slice
-  <tester>.gd                validator_script_path: `extends PracticeTester`, test_* functions
+Layout read: the clone root (the folder with project.godot and course/) or its course/ folder.
+  course/<lesson>/lesson.tres  Godot text resource; [sub_resource] blocks with `practice_id` are practices:
+                               title, goal (BBCode), starting_code, validator_script_path,
+                               script_slice_path and slice_name. A path is relative to the lesson folder,
+                               or `res://...`, relative to the project root.
+  <script>.gd                  (script_slice_path, with slice_name) the solution script whose
+                               `# EXPORT <slice_name>` ... `# /EXPORT <slice_name>` lines are the slice
+                               (a .slice.tres with lines_before/lines_editable/lines_after is read too)
+  <tester>.gd                  validator_script_path: `extends PracticeTester`, test_* functions
+  project.godot                [autoload] names and _global_script_classes: what the course app provides
 
 The PracticeTester checks need the course app's scenes, so they are not run. The oracle is built from
-the solution: a scenario that adds the instance to the tree, calls the practice's run function
-(`_run` or `run`) and compares the solution's script variables and the Node properties that the
-tester reads (`.rotation`, `.position` ...). Records that cannot be converted are skipped with a reason;
-malformed records raise ValueError naming the lesson file and the practice.
+the solution: a scenario that adds the instance to the tree, sets the start values its scene gives
+it, calls the practice's run function (`_run` or `run`), ticks `_process` for a second of frames when
+the solution has one, and compares the solution's script variables, the node's transform and
+visibility, what the script gave the scene nodes it reaches (harness stand-ins
+of the scene's node types that record calls) and, when it prints, its output. The runtime context the
+course app gives a practice is given as task context: the stand-in course/Events.gd (the autoload's
+signal names, written for DSL-Bench) and a project.godot that registers it. A practice that needs more
+of the app (iterating or using the state of scene nodes, loading its resources, another autoload, or a
+course class such as DrawingTurtle, whose behaviour only the course's own code defines) is skipped
+with a reason.
 """
 from __future__ import annotations
 
 import re
 from pathlib import Path
+
+from dslbench.upstream import Skip
 
 LICENCE = "MIT (code) / CC-BY-4.0 (text), GDQuest learn-gdscript"
 # Node properties a tester may read that the harness can compare.
@@ -121,72 +130,369 @@ def _slice_from_gd(path: Path, name: str, where: str) -> tuple[str, str, str]:
 def _indent_like(editable: str, code: str) -> str:
     first = next((l for l in editable.splitlines() if l.strip()), "")
     indent = first[: len(first) - len(first.lstrip())]
-    return "\n".join(indent + l.lstrip("\t") if l.strip() else l for l in code.splitlines())
+    # Re-base the starting code on the slice's indentation, keeping its own nesting.
+    lines = code.splitlines()
+    own = min((len(l) - len(l.lstrip("\t")) for l in lines if l.strip()), default=0)
+    return "\n".join(indent + l[own:] if l.strip() else l for l in lines)
 
 
-def load_learn_gdscript(source: Path) -> tuple[list[dict], list[tuple[str, str]]]:
-    tasks, skipped = [], []
-    lessons = sorted(Path(source).rglob("lesson.tres"))
+def load_learn_gdscript(source: Path):
+    """(root, records): the project root and one (practice id, record) pair per practice found.
+
+    Raises NotThisBenchmark when `source` is not a learn-gdscript clone or its course folder."""
+    from dslbench.upstream import NotThisBenchmark
+    source = Path(source)
+    course = source / "course" if (source / "project.godot").exists() else source
+    lessons = sorted(course.glob("*/lesson.tres"))
     if not lessons:
-        raise ValueError(f"{source}: no lesson.tres found (expected learn-gdscript lesson folders)")
+        raise NotThisBenchmark(f"{source}: no course/<lesson>/lesson.tres found "
+                               "(give the learn-gdscript clone root or its course/ folder)")
+    # res:// paths are relative to the project root: the folder holding project.godot.
+    root = next((d for d in (course, *course.parents) if (d / "project.godot").exists()), course.parent)
+    project = Project(root)
+    records = []
     for lesson_file in lessons:
-        folder = lesson_file.parent
         sections = parse_tres(lesson_file.read_text(encoding="utf-8"), str(lesson_file))
         practices = [s for s in sections if "practice_id" in s["props"]]
         for n, sec in enumerate(practices, 1):
-            p = sec["props"]
-            where = f"{lesson_file}:{sec['line']} (practice {p.get('practice_id')!r})"
-            for key in ("practice_id", "title", "goal", "starting_code", "validator_script_path", "script_slice_path"):
-                if not isinstance(p.get(key), str) or (key != "starting_code" and not p[key].strip()):
-                    raise ValueError(f"{where}: missing or invalid field '{key}'")
-            slice_path = folder / p["script_slice_path"]
-            tester_path = folder / p["validator_script_path"]
-            if not slice_path.exists():
-                raise ValueError(f"{where}: script_slice_path '{p['script_slice_path']}' does not exist")
-            if not tester_path.exists():
-                raise ValueError(f"{where}: validator_script_path '{p['validator_script_path']}' does not exist")
-            if slice_path.suffix == ".gd":
-                if not isinstance(p.get("slice_name"), str) or not p["slice_name"]:
-                    raise ValueError(f"{where}: a .gd script_slice_path needs slice_name")
-                before, editable, after = _slice_from_gd(slice_path, p["slice_name"], where)
-            else:
-                before, editable, after = _slice_from_tres(slice_path, where)
-            gold = "\n".join(x for x in (before, editable, after) if x is not None).rstrip() + "\n"
-            seen = {l.strip() for l in before.splitlines() if l.strip()}
-            start_code = "\n".join(l for l in p["starting_code"].splitlines() if l.strip() not in seen)
-            starting = "\n".join((before, _indent_like(editable, start_code), after)).rstrip() + "\n"
-            tester = tester_path.read_text(encoding="utf-8")
-            upstream_id = p["practice_id"]
-            if "extends PracticeTester" not in tester:
-                skipped.append((upstream_id, "the validator script does not extend PracticeTester"))
-                continue
-            m = re.search(r"^extends\s+(\w+)", gold, re.M)
-            base = m.group(1) if m else "Reference"
-            run = next((f for f in ("_run", "run") if re.search(rf"^func {f}\(\s*\)", gold, re.M)), None)
-            if run is None:
-                skipped.append((upstream_id, "the solution has no argument-free _run()/run() to call"))
-                continue
-            script_vars = re.findall(r"^(?:export(?:\([^)]*\))?\s+|onready\s+)?var\s+(\w+)", gold, re.M)
-            tester_props = sorted({x for x in re.findall(r"\.(\w+)\b", tester) if x in NODE_PROPS})
-            node_base = base not in ("Reference", "Resource", "Object")
-            props = script_vars + (tester_props if node_base else [])
-            if not props:
-                skipped.append((upstream_id, "no script variable or tester-read property to compare"))
-                continue
-            steps = [{"call": run, "ignore": True}] + [{"get": v} for v in dict.fromkeys(props)]
-            lesson_slug = re.sub(r"[^a-z0-9]+", "-", folder.name.lower()).strip("-")
-            instruction = (bbcode_to_markdown(p["goal"]) + "\n\nWrite the complete Godot 3 script. It starts as:\n\n"
-                           + "```gdscript\n" + starting + "```\n")
-            tasks.append({
-                "id": f"gdscript-up-{lesson_slug}-{n}", "dsl": "gdscript", "domain": "Game Development",
-                "title": p["title"].strip(), "difficulty": "easy",
-                "constructs": ["learn-gdscript practice"], "failure_modes": ["knowledge"],
-                "instruction": instruction, "context": {}, "gold": gold,
-                "oracle": {"base": base, "scenarios": [{"name": "run the practice", "tree": node_base,
-                                                          "steps": steps}]},
-                "provenance": {"source": "upstream", "benchmark": "learn-gdscript 1.x",
-                               "upstream_id": upstream_id, "licence": LICENCE,
-                               "tester": p["validator_script_path"]},
-                "split": "test", "mutants": [],
-            })
-    return tasks, skipped
+            pid = sec["props"]["practice_id"]
+            record_id = pid if isinstance(pid, str) and pid else f"{lesson_file}:{sec['line']}"
+            records.append((record_id, (project, lesson_file, n, sec)))
+    return records
+
+
+# Course runtime we provide: autoload name -> stand-in file; class name -> (stand-in file, native base).
+STANDIN_AUTOLOADS = {"Events": "Events.gd"}
+# No course class is stood in for: a stand-in would have to reproduce the course's own code (the
+# turtle's drawing), so practices using one are skipped as needs_course_class.
+STANDIN_CLASSES: dict[str, tuple[str, str]] = {}
+STANDIN_DIR = Path(__file__).parent / "course"
+# What a script reaches in its scene: the nodes of the practice's .tscn (and the app around it).
+SCENE_USE = re.compile(r"\$[\"A-Za-z_]|\bget_node\(|\bfind_node\(|\bget_parent\(|\bget_child\(|\bget_children\(|"
+                       r"\bowner\b|\bcurrent_scene\b|\bget_tree\(\)\.root\b|\bpreload\(|\bload\(")
+# A scene node named plainly: $Name, $"Name/Child", get_node("Name"), find_node("Name").
+SIMPLE_REF = re.compile(r'\bfind_node\(\s*"([A-Za-z_]\w*)"\s*\)|\$"([A-Za-z_][\w/]*)"|\$([A-Za-z_][\w/]*)'
+                        r'|\bget_node\(\s*"([A-Za-z_][\w/]*)"\s*\)')
+NODE_SECTION = re.compile(r'^\[node name="([^"]+)"([^\]]*)\]', re.M)
+PROCESS_FRAMES = 60           # one second of frames at 60 fps (the course's force_fps)
+NODE2D_LIKE = {"Node2D", "Sprite", "AnimatedSprite", "Position2D", "KinematicBody2D", "Area2D", "RigidBody2D",
+               "StaticBody2D", "YSort", "Path2D", "PathFollow2D", "Polygon2D", "Line2D"}
+CONTROL_LIKE = {"Control", "Label", "Panel", "ColorRect", "TextureRect", "Button", "ProgressBar", "RichTextLabel"}
+SCENE_PROPS = {"visible", "position", "rotation", "rotation_degrees", "scale", "value", "text"}
+SETTER_VALUE = 7              # a setter of a numeric variable is called with this, then the variable read
+
+
+class Project:
+    """What project.godot says the course app provides: autoload names and global class names."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        text = (root / "project.godot").read_text(encoding="utf-8") if (root / "project.godot").exists() else ""
+        section = re.search(r"^\[autoload\]\s*$(.*?)(?=^\[|\Z)", text, re.M | re.S)
+        self.autoloads = set(re.findall(r"^(\w+)=", section.group(1), re.M)) if section else set(STANDIN_AUTOLOADS)
+        self.classes = set(re.findall(r'"class":\s*"(\w+)"', text)) or set(STANDIN_CLASSES)
+
+    def resolve(self, path: str, lesson_folder: Path) -> Path:
+        if path.startswith("res://"):
+            return self.root / path[len("res://"):]
+        return lesson_folder / path
+
+
+def project_godot(autoloads: list[str], classes: list[str]) -> str:
+    """A project.godot registering the stand-ins (res:// is the task's work directory)."""
+    lines = ["; The course app's runtime that the practice uses, as stand-ins (DSL-Bench).", "config_version=4", ""]
+    if classes:
+        entries = [f'{{\n"base": "{STANDIN_CLASSES[c][1]}",\n"class": "{c}",\n"language": "GDScript",\n'
+                   f'"path": "res://{STANDIN_CLASSES[c][0]}"\n}}' for c in classes]
+        lines.append("_global_script_classes=[ " + ", ".join(entries) + " ]")
+        lines.append("_global_script_class_icons={\n" + ",\n".join(f'"{c}": ""' for c in classes) + "\n}")
+        lines.append("")
+    lines += ["[logging]", "", "file_logging/enable_file_logging=false", ""]
+    if autoloads:
+        lines += ["[autoload]", ""] + [f'{a}="*res://{STANDIN_AUTOLOADS[a]}"' for a in autoloads] + [""]
+    return "\n".join(lines)
+
+
+def _words(code: str) -> set[str]:
+    code = re.sub(r'"(?:[^"\\\n]|\\.)*"', '""', code)      # names inside strings are not uses
+    code = re.sub(r"#.*", "", code)
+    return set(re.findall(r"\b[A-Za-z_]\w*\b", code))
+
+
+def convert_practice(record_id: str, record) -> dict | Skip:
+    project, lesson_file, n, sec = record
+    folder = lesson_file.parent
+    p = sec["props"]
+    where = f"{lesson_file.name}:{sec['line']} (practice {p.get('practice_id')!r})"
+    for key in ("practice_id", "title", "goal", "starting_code", "validator_script_path", "script_slice_path"):
+        if not isinstance(p.get(key), str) or (key != "starting_code" and not p[key].strip()):
+            raise ValueError(f"{where}: missing or invalid field '{key}'")
+    slice_path = project.resolve(p["script_slice_path"], folder)
+    tester_path = project.resolve(p["validator_script_path"], folder)
+    if not slice_path.exists():
+        raise ValueError(f"{where}: script_slice_path '{p['script_slice_path']}' does not exist")
+    if not tester_path.exists():
+        raise ValueError(f"{where}: validator_script_path '{p['validator_script_path']}' does not exist")
+    if slice_path.suffix == ".gd":
+        if not isinstance(p.get("slice_name"), str) or not p["slice_name"]:
+            raise ValueError(f"{where}: a .gd script_slice_path needs slice_name")
+        before, editable, after = _slice_from_gd(slice_path, p["slice_name"], where)
+    else:
+        before, editable, after = _slice_from_tres(slice_path, where)
+    gold = "\n".join(x for x in (before, editable, after) if x is not None).rstrip() + "\n"
+    seen = {l.strip() for l in before.splitlines() if l.strip()}
+    start_code = "\n".join(l for l in p["starting_code"].splitlines() if l.strip() not in seen)
+    starting = "\n".join((before, _indent_like(editable, start_code), after)).rstrip() + "\n"
+    tester = tester_path.read_text(encoding="utf-8")
+    if "extends PracticeTester" not in tester:
+        return Skip(record_id, "not_a_practice_tester", "the validator script does not extend PracticeTester")
+
+    words = _words(gold)
+    m = re.search(r"^extends\s+(\w+)", gold, re.M)
+    extends = m.group(1) if m else "Reference"
+    code = re.sub(r"#.*", "", gold)
+    refs = scene_refs(code)
+    scene = sorted(set(SCENE_USE.findall(SIMPLE_REF.sub("_node_", code))))
+    if scene:
+        return Skip(record_id, "needs_course_scene",
+                    "the solution reaches nodes or resources of the course scene: " + ", ".join(scene))
+    other_autoloads = sorted((words & project.autoloads) - set(STANDIN_AUTOLOADS))
+    if other_autoloads:
+        return Skip(record_id, "needs_course_runtime",
+                    "uses the course app's autoload(s) " + ", ".join(other_autoloads))
+    other_classes = sorted((words & project.classes) - set(STANDIN_CLASSES) - {"PracticeTester"})
+    if other_classes:
+        return Skip(record_id, "needs_course_class", "uses the course class(es) " + ", ".join(other_classes))
+    run = next((f for f in ("_run", "run") if re.search(rf"^func {f}\(\s*\)", gold, re.M)), None)
+    script_vars = re.findall(r"^(?:export(?:\([^)]*\))?\s+|onready\s+)?var\s+(\w+)", gold, re.M)
+    if run is None and not script_vars:
+        return Skip(record_id, "no_run_function", "the solution has no argument-free _run()/run() to call "
+                                                  "and no script variable to read")
+
+    classes = sorted(words & set(STANDIN_CLASSES))
+    autoloads = sorted(words & set(STANDIN_AUTOLOADS))
+    base = STANDIN_CLASSES[extends][1] if extends in STANDIN_CLASSES else extends
+    node_base = base not in ("Reference", "Resource", "Object")
+    tester_props = sorted({x for x in re.findall(r"\.(\w+)\b", tester) if x in NODE_PROPS})
+    steps: list[dict] = [{"call": run, "ignore": True}] if run else []   # no run: the script's variables
+    if node_base and re.search(r"^func _(physics_)?process\(", gold, re.M):
+        # A process-driven practice moves its node: judged on the transform after a second of frames.
+        steps.append({"tick": PROCESS_FRAMES})
+        tester_props += ["position", "rotation", "scale"]
+    if base in CONTROL_LIKE or base.endswith("Container"):
+        tester_props += ["visible", "modulate"]
+    elif base in NODE2D_LIKE:
+        # The node's own state after the run (what the course shows: where it is, how it looks).
+        tester_props += ["position", "rotation", "scale", "visible", "modulate"]
+    own_vars = [v for v in script_vars if v not in refs]            # not the variables holding scene nodes
+    compared = [{"get": v} for v in dict.fromkeys(own_vars + (tester_props if node_base else []))]
+    compared += probe_calls(gold, editable, tester)
+    types, values, own = scene_types(project, slice_path)
+    nodes = standin_nodes(code, refs, types) if refs else []
+    stateful = [f"{n['path']}.{prop}" for n in nodes for prop in n.pop("state")]
+    if stateful:      # the script works with the node's own state: a recording stand-in is not enough
+        return Skip(record_id, "needs_course_scene", "the solution uses the state of course scene nodes: "
+                    + ", ".join(stateful))
+    # The scene's own starting values (a hidden robot, a spin box's number) are set before the run.
+    setup = [{"set": k, "value": v} for k, v in sorted(own.items())] if node_base else []
+    for k, node in enumerate(nodes):
+        start = values.get(node["path"].rsplit("/", 1)[-1], {})
+        if start:
+            setup.append({"call": "get_node", "args": [node["path"]], "as": f"start{k}", "ignore": True})
+            setup += [{"set": prop, "value": v, "on": f"start{k}"} for prop, v in sorted(start.items())]
+        # What the script told the stand-in (e.g. the health bar's values) is compared too.
+        if node["methods"] or node["props"]:
+            compared.append({"call": "get_node", "args": [node["path"]], "as": f"node{k}", "ignore": True})
+            compared += [{"get": prop, "on": f"node{k}"} for prop in node["props"]]
+        if node["methods"]:
+            compared.append({"get": "dslbench_calls", "on": f"node{k}"})
+    steps = setup + steps + compared
+    if not compared:
+        return Skip(record_id, "nothing_to_compare", "no script variable or tester-read property to compare")
+
+    context = {}
+    for c in classes:
+        context[STANDIN_CLASSES[c][0]] = (STANDIN_DIR / STANDIN_CLASSES[c][0]).read_text(encoding="utf-8")
+    for a in autoloads:
+        context[STANDIN_AUTOLOADS[a]] = (STANDIN_DIR / STANDIN_AUTOLOADS[a]).read_text(encoding="utf-8")
+    if context:
+        context["project.godot"] = project_godot(autoloads, classes)
+    lesson_slug = re.sub(r"[^a-z0-9]+", "-", folder.name.lower()).strip("-")
+    given = ""
+    if context:
+        given = ("\n\nThe course app's runtime is given as context files: "
+                 + ", ".join(f"`{name}`" for name in context if name != "project.godot")
+                 + " (registered in `project.godot`" + (f"; {', '.join(autoloads)} is an autoload" if autoloads else "")
+                 + ").")
+    instruction = (bbcode_to_markdown(p["goal"]) + given + "\n\nWrite the complete Godot 3 script. It starts as:\n\n"
+                   + "```gdscript\n" + starting + "```\n")
+    return {
+        "id": f"gdscript-up-{lesson_slug}-{n}", "dsl": "gdscript", "domain": "Game Development",
+        "title": p["title"].strip(), "difficulty": "easy",
+        "constructs": ["learn-gdscript practice"], "failure_modes": ["knowledge"],
+        "instruction": instruction, "context": context, "gold": gold,
+        # A practice that prints (the first lessons) is judged on its printed lines too.
+        "oracle": {"base": base, **({"nodes": nodes} if nodes else {}),
+                   **({"output": True} if re.search(r"\bprint\(", code) else {}),
+                   "scenarios": [{"name": "run the practice", "tree": node_base, "steps": steps}]},
+        "provenance": {"source": "upstream", "benchmark": "learn-gdscript 1.x",
+                       "upstream_id": p["practice_id"], "licence": LICENCE,
+                       "tester": p["validator_script_path"]},
+        "split": "test", "mutants": semantic_mutants(before, editable, after),
+    }
+
+
+STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+OPERATOR_FLIPS = (("+=", "-="), ("-=", "+="), (" * ", " / "), (" + ", " - "), (" - ", " + "),
+                  (" > ", " < "), (" < ", " > "), (" == ", " != "))
+
+
+def _outside_strings(line: str, pattern: str) -> int:
+    """Index of the first `pattern` in `line` that is not inside a string or a comment, else -1."""
+    masked = STRING.sub(lambda m: "\0" * len(m.group(0)), line)
+    masked = masked.split("#", 1)[0]
+    return masked.find(pattern)
+
+
+def semantic_mutants(before: str, editable: str, after: str) -> list[dict]:
+    """Up to three mutants of the solution's editable slice: an operator flip, a changed constant and a
+    dropped statement (the rest of the script is kept, so each is the practice with one slip)."""
+    lines = editable.splitlines()
+    body = [i for i, l in enumerate(lines) if l.strip() and not l.strip().startswith("#")
+            and not l.lstrip().startswith("func ")]
+    made: list[tuple[str, list[str]]] = []
+    for i in body:                                          # operator flip
+        hit = next(((a, b, _outside_strings(lines[i], a)) for a, b in OPERATOR_FLIPS
+                    if _outside_strings(lines[i], a) >= 0), None)
+        if hit:
+            a, b, at = hit
+            made.append((f"operator flip: {a.strip()} -> {b.strip()}", lines[:i] + [lines[i][:at] + b + lines[i][at + len(a):]] + lines[i + 1:]))
+            break
+    for i in body:                                          # constant change
+        masked = STRING.sub(lambda m: "\0" * len(m.group(0)), lines[i]).split("#", 1)[0]
+        m = re.search(r"(?<![\w.])(\d+)(\.\d+)?(?![\w.])", masked)
+        if m:
+            new = str(int(m.group(1)) + 1) + (m.group(2) or "")
+            made.append((f"constant change: {m.group(0)} -> {new}", lines[:i] + [lines[i][:m.start()] + new + lines[i][m.end():]] + lines[i + 1:]))
+            break
+    for i in reversed(body):                                # dropped statement (inside a function)
+        line = lines[i]
+        if line.startswith("\t") and not line.rstrip().endswith(":") and line.strip() not in ("pass", "return"):
+            indent = line[: len(line) - len(line.lstrip())]
+            made.append((f"dropped statement: {line.strip()}", lines[:i] + [indent + "pass"] + lines[i + 1:]))
+            break
+    gold = "\n".join((before, editable, after)).rstrip() + "\n"
+    out = []
+    for note, mutated in made:
+        program = "\n".join((before, "\n".join(mutated), after)).rstrip() + "\n"
+        if program != gold and all(program != m["program"] for m in out):
+            out.append({"level": "semantic", "note": note, "program": program})
+    return out
+
+
+def scene_refs(code: str) -> dict[str, str]:
+    """Expression -> node path for every plain scene reference, and for the variables bound to one."""
+    refs = {}
+    for m in SIMPLE_REF.finditer(code):
+        refs[m.group(0)] = next(g for g in m.groups() if g)
+    for m in re.finditer(r"^(?:onready\s+)?var\s+(\w+)\s*:?=\s*(.+?)(?:\s+as\s+\w+)?\s*$", code, re.M):
+        if m.group(2) in refs:
+            refs[m.group(1)] = refs[m.group(2)]
+    return refs
+
+
+def scene_types(project: Project, script: Path) -> tuple[dict[str, str], dict[str, dict], dict]:
+    """From the practice's scene(s) (the .tscn beside the script that attach it) and the scenes they
+    instance, one level down: node name -> Godot type (an instanced node has its scene root's type),
+    node name -> the simple property values the scene sets, and those of the node the script is on."""
+    try:
+        res = "res://" + script.resolve().relative_to(project.root.resolve()).as_posix()
+    except ValueError:
+        res = script.name
+    types: dict[str, str] = {}
+    values: dict[str, dict] = {}
+    own: dict = {}
+
+    def read(scene: Path, depth: int) -> str:
+        nonlocal own
+        text = scene.read_text(encoding="utf-8", errors="replace")
+        ext = dict((i, path) for path, i in re.findall(r'\[ext_resource path="([^"]+)" type="PackedScene" id=(\d+)\]', text))
+        script_ids = re.findall(r'\[ext_resource path="' + re.escape(res) + r'" type="Script" id=(\d+)\]', text)
+        root_type = "Node"
+        for n, (name, attrs) in enumerate(NODE_SECTION.findall(text)):
+            body = text[text.index(f'[node name="{name}"{attrs}]'):].split("\n\n", 1)[0]
+            props = {k: _literal(v) for k, v in re.findall(r"^(\w+) = (.+)$", body, re.M)
+                     if k in SCENE_PROPS and _literal(v) is not None}
+            values.setdefault(name, props)
+            if any(re.search(rf"^script = ExtResource\( {i} \)$", body, re.M) for i in script_ids):
+                own = props
+            t = re.search(r'type="(\w+)"', attrs)
+            inst = re.search(r"instance=ExtResource\(\s*(\d+)\s*\)", attrs)
+            kind = t.group(1) if t else "Node"
+            if inst and inst.group(1) in ext and depth < 2:
+                sub = project.resolve(ext[inst.group(1)], scene.parent)
+                if sub.exists():
+                    kind = read(sub, depth + 1)
+            types.setdefault(name, kind)
+            if n == 0:
+                root_type = kind
+        return root_type
+
+    for scene in sorted(script.parent.glob("*.tscn")):
+        if res in scene.read_text(encoding="utf-8", errors="replace"):
+            read(scene, 0)
+    return types, values, own
+
+
+def standin_nodes(code: str, refs: dict[str, str], types: dict[str, str]) -> list[dict]:
+    """The stand-in nodes for the harness: per node path, its type and the methods, properties and
+    signals the script uses on it."""
+    by_path: dict[str, dict] = {}
+    for expr, path in refs.items():
+        node = by_path.setdefault(path, {"path": path, "type": types.get(path.rsplit("/", 1)[-1], "Node"),
+                                         "methods": [], "props": [], "signals": [], "state": []})
+        e = re.escape(expr) if not re.fullmatch(r"\w+", expr) else rf"\b{expr}\b"
+        for m in re.finditer(e + r"\.(\w+)\s*(\()?", code):
+            node["methods" if m.group(2) else "props"].append(m.group(1))
+        # expr.prop.method() / expr.prop[i]: the node's property is a value the script works with
+        node["state"] += re.findall(e + r"\.(\w+)\s*[.\[]", code)
+        node["signals"] += re.findall(r"yield\(\s*" + e + r'\s*,\s*"(\w+)"', code)
+        node["signals"] += re.findall(e + r'\.connect\(\s*"(\w+)"', code)
+    for node in by_path.values():
+        for key in ("methods", "props", "signals", "state"):
+            node[key] = sorted(set(node[key]) - ({"connect"} if key == "methods" else set()))
+    return [by_path[p] for p in sorted(by_path)]
+
+
+def _literal(text: str):
+    """A GDScript literal of a test value as a task value (numbers, Vector2), else None."""
+    text = text.strip()
+    m = re.fullmatch(r"Vector2\(\s*(-?[\d.]+)\s*,\s*(-?[\d.]+)\s*\)", text)
+    if m:
+        return {"Vector2": [float(m.group(1)), float(m.group(2))]}
+    if re.fullmatch(r"-?\d+", text):
+        return int(text)
+    if re.fullmatch(r"-?\d+\.\d*", text):
+        return float(text)
+    if text in ("true", "false"):
+        return text == "true"
+    if re.fullmatch(r'"[^"\\]*"', text):
+        return text[1:-1]
+    return None
+
+
+def probe_calls(gold: str, editable: str, tester: str) -> list[dict]:
+    """Calls that probe the slice's functions as the tester does: a setter of a numeric variable
+    (`func set_speed(value)`) with a new value, and a one-argument function the tester calls with each
+    value of the script's TEST_* constant list."""
+    steps = []
+    for name, var in re.findall(r"^func (set_(\w+))\(\s*\w+\s*\):", editable, re.M):
+        if re.search(rf"^var {var}\s*:?=\s*-?[\d.]+\s*$", gold, re.M):
+            steps += [{"call": name, "args": [SETTER_VALUE], "ignore": True}, {"get": var}]
+    consts = re.findall(r"^const TEST_\w+\s*:?=\s*\[(.*?)\]\s*$", gold, re.M)
+    values = [_literal(v) for c in consts for v in re.findall(r"Vector2\([^)]*\)|-?[\d.]+", c)]
+    if values and None not in values:
+        for name in re.findall(r"^func (\w+)\(\s*\w+\s*\):", editable, re.M):
+            if re.search(rf"\.{name}\(", tester):
+                steps += [{"call": name, "args": [v]} for v in values]
+    return steps

@@ -6,6 +6,11 @@ fresh instance through the task's scenarios; the step values must match.
 Oracle spec (task.oracle):
   base: Node2D                 class the script must extend (instance.is_class(base))
   new_args: [..]               optional arguments of new()
+  output: true                 optional: the lines the script prints must equal the gold's
+  nodes:                       optional stand-ins for scene nodes the script reaches ($Name, find_node):
+    - {path: Name, type: Node2D, methods: [..], props: [..], signals: [..]}   added as children (owned)
+                               before the instance enters the tree; methods the type lacks only record
+                               their calls in the node's `dslbench_calls`
   scenarios:                   each starts from a fresh instance
     - name: "text"             optional
       tree: true               optional: add the instance (a Node) to the SceneTree first (_ready runs)
@@ -17,6 +22,8 @@ Oracle spec (task.oracle):
         - emitted: SIGNAL      on, ignore, expect                 (emissions since the last check)
         - new: INNER_CLASS     args, as, ignore, expect           (an inner class / const script)
         - const: NAME          ignore, expect                     (a script constant or enum)
+        - tick: FRAMES         delta (default 1/60)                (call _process/_physics_process of a
+                                                                  processing instance FRAMES times)
 Every step's result is compared with the gold's result on the same step (and with `expect` when
 given; the gold must agree with it). A runtime error of the candidate (SCRIPT ERROR) fails.
 Values: YAML scalars, lists and mappings (-> Dictionary); {Vector2: [x, y]}, {Vector3: [x, y, z]},
@@ -50,10 +57,12 @@ OPS = {
     "emitted": {"on", "ignore", "expect"},
     "new": {"args", "as", "ignore", "expect"},
     "const": {"ignore", "expect"},
+    "tick": {"on", "delta"},
 }
 GODOT_TYPES = {"Vector2": 2, "Vector3": 3, "Rect2": 4, "Color": 4}
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-RESULT_FREE = {"set", "connect"}          # steps with no value to compare
+NODE_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*$")
+RESULT_FREE = {"set", "connect", "tick"}          # steps with no value to compare
 
 
 # --- values: YAML -> Godot Variant text (str2var) and tagged JSON (as the harness prints) -----------
@@ -193,7 +202,7 @@ def show(v, limit: int = 160) -> str:
 
 def check_spec(oracle: dict) -> list[tuple[str, str]]:
     problems: list[tuple[str, str]] = []
-    allowed = {"base", "new_args", "scenarios"}
+    allowed = {"base", "new_args", "scenarios", "nodes", "output"}
     for key in oracle:
         if key not in allowed:
             problems.append((str(key), f"unknown oracle field (allowed: {', '.join(sorted(allowed))})"))
@@ -208,6 +217,21 @@ def check_spec(oracle: dict) -> list[tuple[str, str]]:
             var_text(new_args)
         except ValueError as e:
             problems.append(("new_args", str(e)))
+    for k, node in enumerate(oracle.get("nodes", []) if isinstance(oracle.get("nodes", []), list) else [None]):
+        where = f"nodes[{k}]"
+        if not isinstance(node, dict) or set(node) - {"path", "type", "methods", "props", "signals"}:
+            problems.append((where, "expected a mapping with path, type, methods, props, signals"))
+            continue
+        if not isinstance(node.get("path"), str) or not NODE_PATH.match(node["path"]):
+            problems.append((f"{where}.path", "must be a node path below the instance (Name or Name/Child)"))
+        if not isinstance(node.get("type"), str) or not IDENT.match(node["type"]):
+            problems.append((f"{where}.type", "must be a Godot node class name"))
+        for key in ("methods", "props", "signals"):
+            names = node.get(key, [])
+            if not isinstance(names, list) or not all(isinstance(n, str) and IDENT.match(n) for n in names):
+                problems.append((f"{where}.{key}", "must be a list of identifiers"))
+    if "output" in oracle and not isinstance(oracle["output"], bool):
+        problems.append(("output", "must be true or false"))
     scenarios = oracle.get("scenarios")
     if not isinstance(scenarios, list) or not scenarios:
         problems.append(("scenarios", "a non-empty list of scenarios is required"))
@@ -241,7 +265,13 @@ def check_spec(oracle: dict) -> list[tuple[str, str]]:
             for key in step:
                 if key != op and key not in OPS[op]:
                     problems.append((f"{sw}.{key}", f"not allowed in a '{op}' step (allowed: {', '.join(sorted(OPS[op]))})"))
-            if not isinstance(step[op], str) or not IDENT.match(step[op]):
+            if op == "tick":
+                if isinstance(step[op], bool) or not isinstance(step[op], int) or not 0 < step[op] <= 1000:
+                    problems.append((f"{sw}.tick", "must be a number of frames from 1 to 1000"))
+                delta = step.get("delta", 1 / 60)
+                if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0 < delta <= 1:
+                    problems.append((f"{sw}.delta", "must be a frame time in seconds (0 < delta <= 1)"))
+            elif not isinstance(step[op], str) or not IDENT.match(step[op]):
                 problems.append((f"{sw}.{op}", "must be an identifier"))
             if "args" in step:
                 if not isinstance(step["args"], list):
@@ -284,11 +314,14 @@ def plan_for(oracle: dict, tag: str, scripts: list[str]) -> dict:
         steps = []
         for step in sc["steps"]:
             op = next(k for k in step if k in OPS)
-            steps.append({"op": op, "name": step[op], "args": var_text(step.get("args", [])),
+            args = [float(step.get("delta", 1 / 60))] if op == "tick" else step.get("args", [])
+            steps.append({"op": op, "name": str(step[op]), "args": var_text(args),
                           "value": var_text(step.get("value")), "on": step.get("on", "self"),
                           "as": step.get("as", "")})
         scenarios.append({"tree": bool(sc.get("tree", False)), "steps": steps})
-    return {"tag": tag, "scripts": scripts, "base": oracle["base"],
+    nodes = [{"path": n["path"], "type": n["type"], **{k: list(n.get(k, [])) for k in ("methods", "props", "signals")}}
+             for n in oracle.get("nodes", [])]
+    return {"tag": tag, "scripts": scripts, "base": oracle["base"], "nodes": nodes,
             "new_args": var_text(oracle.get("new_args", [])), "scenarios": scenarios}
 
 
@@ -347,7 +380,12 @@ def parse_output(text: str, tag: str) -> dict:
             if at:
                 message += f" (at {at.group(1).replace('res://', '')})"
             out[current[0]]["errors"].append((current[1], current[2], message))
-    return {"scripts": out, "done": done}
+    # What the script printed: every other line once the harness has started (engine errors and
+    # their "At:" lines are not output).
+    started = next((n for n, l in enumerate(lines) if l.startswith(tag + " ")), len(lines))
+    printed = [l for n, l in enumerate(lines) if n > started and not l.startswith(tag + " ")
+               and not ERROR_LINE.match(l) and not AT_LINE.match(l)]
+    return {"scripts": out, "done": done, "printed": printed}
 
 
 def _first_error(text: str) -> str:
@@ -373,6 +411,20 @@ def _version(binary: str) -> str:
         return ""
     lines = [l for l in (r.stdout + r.stderr).splitlines() if re.match(r"^\d+\.\d+", l.strip())]
     return lines[-1].strip() if lines else ""
+
+
+# The syntax check of a task whose context is a project with autoloads (see syntax()).
+LOAD_CHECK = """extends SceneTree
+
+func _init():
+	var script = load("res://PROGRAM")
+	quit(0 if script is Script and script.can_instance() else 1)
+"""
+
+
+def _has_autoloads(work: Path) -> bool:
+    project = work / "project.godot"
+    return project.exists() and "[autoload]" in project.read_text(encoding="utf-8", errors="replace")
 
 
 def _key(version: str) -> tuple:
@@ -438,14 +490,22 @@ class Validator(Toolchain):
 
     # --- levels ---------------------------------------------------------------------------------
     def syntax(self, program, task, work):
-        result = self.run([self.binary, "--no-window", "--check-only", "-s", self.file_name], work, env=ENV)
+        if _has_autoloads(work):
+            # --check-only parses before the project's autoloads are registered (every autoload name
+            # would be "not declared"): load the script from a SceneTree script instead, the same parser.
+            (work / "dslbench_check.gd").write_text(LOAD_CHECK.replace("PROGRAM", self.file_name), encoding="utf-8")
+            cmd = ["sh", "-c", 'exec "$0" --no-window -s dslbench_check.gd 2>&1', self.binary]
+        else:
+            cmd = [self.binary, "--no-window", "--check-only", "-s", self.file_name]
+        result = self.run(cmd, work, env=ENV)
         if result.timed_out:
             return self.verdict("fail", "Godot --check-only timed out", result)
         text = result.stdout + "\n" + result.stderr
         first = _first_error(text)
         if result.returncode != 0 or "SCRIPT ERROR" in text:
             return self.verdict("fail", first or f"Godot --check-only exit {result.returncode}", result)
-        return self.verdict("pass", "parses and analyses (Godot --check-only)", result)
+        how = "loads with the project's autoloads" if _has_autoloads(work) else "Godot --check-only"
+        return self.verdict("pass", f"parses and analyses ({how})", result)
 
     def semantic(self, program, task, work):
         o = task.oracle
@@ -514,6 +574,12 @@ class Validator(Toolchain):
                     return self.verdict("fail", f"{label}: got {show(got)}"[:400], result,
                                         expected=f"{label}: expected {show(want)}"[:400])
                 compared += 1
+        if o.get("output") and parsed["printed"] != gold_out["printed"]:
+            got, want = parsed["printed"], gold_out["printed"]
+            k = next((k for k in range(max(len(got), len(want))) if got[k:k + 1] != want[k:k + 1]), 0)
+            return self.verdict("fail", f"printed output differs at line {k + 1}: got "
+                                        f"{json.dumps(got[k] if k < len(got) else '<nothing>')}"[:400], result,
+                                expected=f"printed line {k + 1}: {json.dumps(want[k] if k < len(want) else '<nothing>')}"[:400])
         if not parsed["done"]:
             return self.verdict("fail", f"Godot did not finish the harness (exit {result.returncode})", result)
         return self.verdict("pass", f"{compared} values equal the gold's over {len(o['scenarios'])} scenario(s)", result)
@@ -527,11 +593,11 @@ class Validator(Toolchain):
         return result, parse_output(result.stdout, tag)
 
     # --- upstream -------------------------------------------------------------------------------
-    def import_upstream(self, source: Path) -> list[dict]:
+    def import_upstream(self, source: Path):
         from importlib import util
+        from dslbench.upstream import convert_each
         spec = util.spec_from_file_location("dslbench_gdscript_upstream", HERE / "upstream_gd.py")
         mod = util.module_from_spec(spec)
         spec.loader.exec_module(mod)
-        tasks, skipped = mod.load_learn_gdscript(Path(source))
-        self.last_skipped = skipped
-        return tasks
+        records = mod.load_learn_gdscript(Path(source))
+        return convert_each(records, mod.convert_practice, progress=True, total=len(records))
