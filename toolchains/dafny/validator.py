@@ -167,7 +167,9 @@ def missing_signatures(program: str, signatures: list[str]) -> list[str]:
 def first_error(output: str) -> str:
     lines = [l for l in output.splitlines() if l.strip() and not NOISE.match(l)]
     for l in lines:
-        if re.match(r"^\S+\(\d+,\d+\): Error", l) or re.search(r"\btimed out\b|\bout of resource\b", l, re.I):
+        # Dafny names a failed `include` without a file position: the program's include, its error
+        if (re.match(r"^\S+\(\d+,\d+\): Error", l) or re.match(r'^Include of file ".*" failed', l)
+                or re.search(r"\btimed out\b|\bout of resource\b", l, re.I)):
             return l.strip()[:300]
     for l in lines:
         if ERROR_LINE.match(l) and "0 errors" not in l:
