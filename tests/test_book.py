@@ -59,6 +59,10 @@ def test_book_reads_as_a_supplement(built):
         assert not re.search(r'href="http://[\w-]+\.(py|sh|nf|gd|tf|json|yaml)"', page.read_text()), page.name
     reproduce = (root / "reproduce.html").read_text()
     assert "--verify" in reproduce and "\u2013verify" not in reproduce
+    outcomes = (root / "generated/outcomes/jq.html").read_text()
+    assert "final record(s)" in outcomes and re.search(r"syntax (pass|fail|error|unavailable)<", outcomes)
+    assert "syntax_failed" in outcomes or "ok" in outcomes                  # the reason table
+    assert "outcomes/jq.html" in results
     sources = (root / "generated/sources.html").read_text()
     assert "Task sources" in sources and "verilog" in sources
     assert (root / "_static" / "dslbench.css").exists()

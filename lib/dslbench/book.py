@@ -148,7 +148,9 @@ def results_md(table: pd.DataFrame, run_name: str) -> str:
     lines += ["```{raw} html", head + "".join(rows) + "</tbody></table>", "```", "",
               # raw HTML: a Markdown link to a non-document path becomes a dead `#../tasks/...` anchor
               "```{raw} html", "<p><a href='../tasks/index.html'>All task logs</a> · "
-              "<a href='../tasks/search.html'>Search the task logs</a> (filters, words of any output)</p>", "```", ""]
+              "<a href='../tasks/search.html'>Search the task logs</a> (filters, words of any output)</p>", "```", "",
+              "Outcomes per DSL (syntax against semantic verdicts, reason codes): "
+              + ", ".join(f"[{d}](outcomes/{d}.md)" for d in sorted(set(rates["dsl"]))) + ".", ""]
     samples = metrics.samples_per_task(table)
     if samples > 1:
         ks = metrics.default_ks(samples)
@@ -202,6 +204,33 @@ def judged_md(table: pd.DataFrame) -> list[str]:
     lines += ["", "## Reason codes", "", "| reason | status | meaning |", "|---|---|---|"]
     lines += [f"| `{code}` | {status} | {meaning} |" for code, (status, meaning) in verdicts.REASONS.items()]
     return lines + [""]
+
+
+STATUSES = ["pass", "fail", "error", "unavailable"]
+
+
+def dsl_outcomes_md(dsl: str, table: pd.DataFrame) -> str:
+    """One DSL's outcomes: per model and method, syntax status against semantic status (final records:
+    a refinement chain counts once), and the reasons of each level with their counts."""
+    lines = [f"# {dsl}: outcomes", "", "Syntax verdict (rows) against semantic verdict (columns) of each final "
+             "record, then the reason codes of each level. A semantic `fail` with reason `syntax_failed` is a "
+             "program that never reached the oracle. The task logs are linked from the Results page.", "",
+             *caveat_md(table)]
+    df = final_verdicts(table[table["dsl"] == dsl]) if len(table) else table
+    if df.empty:
+        return "\n".join(lines + ["No verdicts for this DSL in this run."])
+    for (model, method), g in df.groupby(["model", "method"], sort=True):
+        grid = pd.crosstab(g["syntax_status"], g["semantic_status"]).reindex(
+            index=STATUSES, columns=STATUSES, fill_value=0)
+        grid = grid.loc[grid.sum(axis=1) > 0, grid.sum(axis=0) > 0]
+        grid.index = [f"syntax {i}" for i in grid.index]
+        reasons = pd.concat([g["syntax_reason"].rename("reason").to_frame().assign(level="syntax"),
+                             g["semantic_reason"].rename("reason").to_frame().assign(level="semantic")])
+        counts = reasons.value_counts(["level", "reason"]).rename("records").reset_index()
+        lines += [f"## {model} · {method}", "", f"{len(g)} final record(s).", "",
+                  _md_table(grid.rename_axis(None).reset_index().rename(columns={"index": ""})), "",
+                  _md_table(counts.sort_values(["level", "records"], ascending=[False, False])), ""]
+    return "\n".join(lines)
 
 
 def audit_md(run_dir: Path) -> str:
@@ -308,6 +337,11 @@ def generate_sources(run_dir: Path, batch_dirs: list[Path] = ()) -> Path:
         (gen / "dsls" / f"{dsl}.md").write_text(dsl_card_md(dsl, ts, matrix.get(dsl, {})))
     table = RunStore(run_dir).verdict_table() if run_dir.exists() else pd.DataFrame()
     (gen / "results.md").write_text(results_md(table, run_dir.name))
+    (gen / "outcomes").mkdir()
+    for dsl in sorted(set(table["dsl"])) if len(table) else []:
+        (gen / "outcomes" / f"{dsl}.md").write_text(dsl_outcomes_md(dsl, table))
+    if not len(table):   # the toc's glob needs a page
+        (gen / "outcomes" / "none.md").write_text("# Outcomes per DSL\n\nNo verdicts in this run yet.\n")
     (gen / "batch.md").write_text(batch_md(list(batch_dirs)))
     (gen / "audit.md").write_text(audit_md(run_dir))
     (gen / "sources.md").write_text(task_sources_md(tasks, tasks_dir(), read_report_files(tasks_dir())))
