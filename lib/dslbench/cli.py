@@ -179,27 +179,25 @@ def _verify_import(dsl: str, tree: Path) -> int:
     from .pipeline import selfcheck
     os.environ["DSLBENCH_TASKS"] = str(tree)
     df = selfcheck([dsl])
+    figures = {}   # per kind of program: judged, as expected, unavailable (printed, and kept in the report)
+    for kind in ("gold", "placeholder_gold", "syntax", "semantic"):
+        rows = df[df["program"] == kind]
+        judged = rows[rows["ok"].notna()]
+        figures[kind] = {"judged": len(judged), "as_expected": int((judged["ok"] == True).sum()),  # noqa: E712
+                         "unavailable": len(rows) - len(judged)}
     for kind, what in (("gold", "gold through both levels"),
                        ("placeholder_gold", "placeholder gold (no upstream solution: must pass syntax, fail semantics)")):
-        gold = df[df["program"] == kind]
+        gold, f = df[df["program"] == kind], figures[kind]
         if gold.empty:
             continue
-        judged = gold[gold["ok"].notna()]
-        passed = int((judged["ok"] == True).sum())  # noqa: E712  (object column: True, False or None)
-        line = f"{what}: {passed}/{len(judged)} as expected" if kind != "gold" else f"{what}: {passed}/{len(judged)} pass"
-        unavailable = gold[gold["ok"].isna()]
-        if len(unavailable):
-            why = unavailable["syntax_diagnostics"].fillna("").str.split("\n").str[0].str[:120].value_counts()
-            line += f", {len(unavailable)} unavailable (" + "; ".join(f"{n}: {w}" for w, n in why.items()) + ")"
+        line = f"{what}: {f['as_expected']}/{f['judged']} " + ("pass" if kind == "gold" else "as expected")
+        if f["unavailable"]:
+            why = gold[gold["ok"].isna()]["syntax_diagnostics"].fillna("").str.split("\n").str[0].str[:120].value_counts()
+            line += f", {f['unavailable']} unavailable (" + "; ".join(f"{n}: {w}" for w, n in why.items()) + ")"
         print(line)
-        for r in gold[gold["ok"] == False].itertuples():  # noqa: E712
+        for r in gold[gold["ok"] == False].itertuples():  # noqa: E712  (object column: True, False or None)
             print(f"  {r.task_id}: syntax {r.syntax} ({r.syntax_reason}), semantic {r.semantic} ({r.semantic_reason}): "
                   f"{(r.syntax_diagnostics or r.semantic_diagnostics or '')[:160]}")
-    figures = {}
-    for kind in ("gold", "placeholder_gold", "syntax", "semantic"):
-        rows = df[(df["program"] == kind) & df["ok"].notna()]
-        figures[kind] = {"judged": len(rows), "as_expected": int((rows["ok"] == True).sum()),  # noqa: E712
-                         "unavailable": int(((df["program"] == kind) & df["ok"].isna()).sum())}
     for kind, what in (("syntax", "syntax mutants failing the syntax level"),
                        ("semantic", "semantic mutants killed by the semantic level")):
         f = figures[kind]

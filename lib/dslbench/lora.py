@@ -21,7 +21,7 @@ from pathlib import Path
 
 from . import decoding, toolchains
 from .errors import UserError
-from .pipeline import _task_fields, generation_record, progress_bar
+from .pipeline import task_fields, generation_record, progress_bar
 from .prompting import build_messages
 from .store import RunStore, now, record_key
 from .tasks import load_tasks
@@ -219,7 +219,7 @@ def run_lora(run_dir, settings: LoraSettings, limit: int | None = None, max_new_
 
 
 def _item(task, method: str) -> dict:
-    return {**_task_fields(task), "model": MODEL, "method": method, "sample": 0}
+    return {**task_fields(task), "model": MODEL, "method": method, "sample": 0}
 
 
 def _generate_into(store: RunStore, tokenizer, model, tasks: list, method: str, budget: int, budget_from: str,

@@ -110,7 +110,8 @@ def _generate_job(model_name: str, messages: list, params: dict, sample: int, ca
     return res.__dict__
 
 
-def _task_fields(task: Task) -> dict:
+def task_fields(task: Task) -> dict:
+    """The task fields every generation record carries (stage 02 and stage 07 alike)."""
     return {"dsl": task.dsl, "task_id": task.id, "domain": task.domain, "difficulty": task.difficulty,
             "split": task.split}
 
@@ -185,7 +186,7 @@ def run_generation(run_dir, dsls=None, models=None, limit=None, samples: int = 1
                         if p is None:
                             continue
                         extra = {k: v for k, v in p.items() if k != "messages"}
-                        rec = {**_task_fields(task), "model": model, "method": method, "sample": sample, **extra}
+                        rec = {**task_fields(task), "model": model, "method": method, "sample": sample, **extra}
                         if record_key(rec) not in done:
                             todo.append((rec, p["messages"]))
         # A local in-process model wants one worker (it uses every core itself); remote APIs wait on I/O.
