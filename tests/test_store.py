@@ -7,11 +7,10 @@ import time
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
-from conftest import dslbench_cmd
-from dslbench.prompting import PROMPT_VERSION
-from dslbench.store import RunStore, record_key
-from dslbench.tasks import load_tasks
+from conftest import dslbench_cmd, gold_generations
+from dslbench.store import RunStore, flatten_verdicts, record_key
 
 
 def rec(i, **extra):
@@ -37,20 +36,6 @@ def test_torn_last_line_is_cut_and_complete_lines_kept(tmp_path):
     assert store.path("verdicts").read_text().endswith("\n")
     store.append("verdicts", rec(2))
     assert [r["task_id"] for r in store.records("verdicts")] == ["t1", "t2"]
-
-
-def gold_generations(run_dir, n_per_dsl=8):
-    """A run whose 'model' replays gold solutions: lets the store test run real validators fast."""
-    store = RunStore(run_dir)
-    tasks = load_tasks(["jq", "verilog"], limit=n_per_dsl)
-    for ts in tasks.values():
-        for t in ts:
-            store.append("generations", {"dsl": t.dsl, "task_id": t.id, "model": "gold-replay", "method": "baseline",
-                                         "sample": 0, "domain": t.domain, "difficulty": t.difficulty, "split": t.split,
-                                         "messages": [], "raw_output": t.gold, "program": t.gold,
-                                         "extraction_rule": "whole-output", "prompt_version": PROMPT_VERSION,
-                                         "generation_status": "ok"})
-    return sum(len(ts) for ts in tasks.values())
 
 
 def descendants(pid: int) -> list[int]:
@@ -203,3 +188,44 @@ def test_export_rewrites_the_tables_only_when_the_records_changed(tmp_path):
     assert len(pd.read_parquet(store.export()["verdicts"])) == 2
     (tmp_path / "tables" / "exported.json").write_text("{not json")   # a damaged stamp: export again
     assert len(pd.read_parquet(store.export()["verdicts"])) == 2
+
+
+def same_missing(df):
+    """One spelling of a missing value (None / NaN differ by column type, not by content)."""
+    return df.astype(object).where(df.notna(), None)
+
+
+def test_the_table_grows_by_appended_lines_and_always_equals_a_full_read(tmp_path):
+    import random
+    rng = random.Random(7)
+    store = RunStore(tmp_path)
+    for step in range(60):
+        status = rng.choice(["pass", "fail", "error"])
+        reason = "provider_error" if status == "error" else None
+        store.append("verdicts", rec(rng.randrange(12), round=rng.choice([0, 0, 1]), step=step,
+                                     syntax={"status": status, "reason": reason}, semantic={"status": status}))
+        if step % 7 == 0:
+            full = flatten_verdicts(store.iter_records("verdicts"))
+            pd.testing.assert_frame_equal(same_missing(store.verdict_table()), same_missing(full))
+            assert store.keys("verdicts", retry=True) == {record_key(r) for r in store.iter_records("verdicts")
+                                                          if r["syntax"]["reason"] != "provider_error"}
+    wanted = sorted(store.keys("verdicts"))[:5]
+    assert store.records("verdicts", keys=wanted) == [r for r in store.iter_records("verdicts") if record_key(r) in wanted]
+
+
+def test_a_rewritten_record_file_rebuilds_the_table(tmp_path):
+    store = RunStore(tmp_path)
+    for i in range(3):
+        store.append("verdicts", rec(i, syntax={"status": "pass"}))
+    assert len(store.verdict_table()) == 3
+    lines = store.path("verdicts").read_text().splitlines(keepends=True)
+    store.path("verdicts").write_text(lines[0].replace('"t0"', '"tX"') + "".join(lines[1:]) + lines[1].replace('"t1"', '"t9"'))
+    assert list(RunStore(tmp_path).verdict_table()["task_id"]) == ["tX", "t1", "t2", "t9"]
+
+
+def test_a_run_folder_where_no_table_can_be_written_is_still_read(tmp_path):
+    store = RunStore(tmp_path)
+    store.append("verdicts", rec(1, syntax={"status": "pass"}))
+    (tmp_path / "tables").write_text("")   # stands for a read-only folder (tests may run as root)
+    assert list(RunStore(tmp_path).verdict_table()["task_id"]) == ["t1"]
+    assert RunStore(tmp_path).keys("verdicts") == {record_key(rec(1))}

@@ -84,7 +84,8 @@ def test_doctor_lists_every_dsl_available_here():
 def test_doctor_fits_a_terminal_and_keeps_the_details_for_verbose():
     from dslbench.cli import DOCTOR_WIDTH, doctor_text
     df = pipeline.doctor()
-    short, verbose = doctor_text(df), doctor_text(df, verbose=True)
+    rows = df.to_dict("records")
+    short, verbose = doctor_text(rows, df.attrs["sandbox"]), doctor_text(rows, df.attrs["sandbox"], verbose=True)
     for text in (short, verbose):
         too_wide = [line for line in text.splitlines() if len(line) > DOCTOR_WIDTH]
         assert not too_wide, too_wide

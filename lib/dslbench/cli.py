@@ -22,12 +22,12 @@ def _common(p: argparse.ArgumentParser, run=True):
 DOCTOR_WIDTH = 100   # a terminal's width: one short row per DSL, the details under --verbose / --json
 
 
-def doctor_text(df, verbose: bool = False, width: int = DOCTOR_WIDTH) -> str:
+def doctor_text(rows: list[dict], sandbox: str, verbose: bool = False, width: int = DOCTOR_WIDTH) -> str:
     """One row per DSL (available, version or why not); with `verbose`, every card field, wrapped."""
     import textwrap
-    lines = [f"sandbox: {df.attrs.get('sandbox', '')}", ""]
+    lines = [f"sandbox: {sandbox}", ""]
     if verbose:
-        for r in df.to_dict("records"):
+        for r in rows:
             lines.append(f"{r['dsl']}: {'available' if r['available'] else 'UNAVAILABLE'}")
             for field in ("language", "domain", "toolchain", "version", "dialect", "reason"):
                 if r.get(field):
@@ -35,24 +35,26 @@ def doctor_text(df, verbose: bool = False, width: int = DOCTOR_WIDTH) -> str:
                                            subsequent_indent=" " * 13)
             lines.append("")
         return "\n".join(lines).rstrip() + "\n"
-    name = max([len("dsl"), *map(len, df["dsl"])])
+    name = max([len("dsl"), *(len(r["dsl"]) for r in rows)])
     lines.append(f"{'dsl':{name}}  ok   version (or why not)")
-    for r in df.to_dict("records"):
+    for r in rows:
         detail = r["version"] if r["available"] else r["reason"]
         row = f"{r['dsl']:{name}}  {'yes' if r['available'] else 'NO ':3}  {detail}"
         lines.append(row if len(row) <= width else row[:width - 3] + "...")
-    lines.append(f"\n{int(df['available'].sum())} of {len(df)} DSLs can be judged here; "
+    lines.append(f"\n{sum(bool(r['available']) for r in rows)} of {len(rows)} DSLs can be judged here; "
                  "details: `dslbench doctor --verbose`")
     return "\n".join(lines) + "\n"
 
 
 def cmd_doctor(args) -> int:
-    from .pipeline import doctor
-    df = doctor()
+    # not through pipeline.doctor: that would import pandas, a third of this command's time
+    from .sandbox import sandbox_mode
+    from .toolchains import availability
+    rows, sandbox = availability(), sandbox_mode()
     if args.json:
-        print(json.dumps({"sandbox": df.attrs["sandbox"], "toolchains": df.to_dict("records")}, indent=2))
+        print(json.dumps({"sandbox": sandbox, "toolchains": rows}, indent=2))
     else:
-        print(doctor_text(df, args.verbose), end="")
+        print(doctor_text(rows, sandbox, args.verbose), end="")
     return 0
 
 

@@ -7,7 +7,6 @@ stage resumes where it stopped.
 from __future__ import annotations
 
 import os
-import shutil
 import sys
 from concurrent.futures import as_completed
 from contextlib import contextmanager
@@ -17,13 +16,13 @@ import pandas as pd
 from tqdm.auto import tqdm
 from tqdm.std import tqdm as std_tqdm
 
-from . import decoding, metrics, toolchains, verdicts
+from . import decoding, judge, metrics, toolchains, verdicts
 from .metrics import final_verdicts, with_rounds  # noqa: F401 (re-exported: the book and notebooks use them)
 from .errors import UserError
 from .executors import make_executor
+from .judge import evaluate  # noqa: F401 (re-exported: tests and benchmarks use it)
 from .prompting import PROMPT_VERSION, build_messages, extract_program
 from .revision import code_revision
-from .sandbox import new_workdir
 from .store import RunStore, now, record_key
 from .tasks import Task, load_tasks
 from .verdicts import INTERVENTION_FIELDS, verdict_record
@@ -71,31 +70,6 @@ def fan_out(jobs: list, on_result, executor: str | None, workers: int | None, de
         ex.shutdown(wait=False, cancel_futures=True)
         raise
     ex.shutdown(wait=True)
-
-
-# --- validation of one program (runs in a worker) -------------------------------------------
-
-def evaluate(dsl: str, task: Task, program: str) -> dict:
-    """Both validation levels for one program, settled (status + reason). Plain dicts: picklable, JSON-ready."""
-    tc = toolchains.get(dsl)
-    probe = toolchains.probe(dsl)
-    out = {"probe": probe.to_dict(), "validator": tc.validator_name}
-    if not probe.available:
-        v = verdicts.level("unavailable", "toolchain_unavailable", probe.reason)
-        return {**out, "syntax": v.to_dict(), "semantic": v.to_dict()}
-    if not program.strip():
-        syn = verdicts.level("fail", "no_program", "no program in the model output")
-        return {**out, "syntax": syn.to_dict(), "semantic": verdicts.not_run(syn).to_dict()}
-    work = new_workdir()
-    try:
-        for name, content in task.context.items():
-            (work / name).write_text(content, encoding="utf-8")
-        (work / tc.file_name).write_text(program, encoding="utf-8")
-        syn = tc.judge_level("syntax", program, task, work)
-        sem = tc.judge_level("semantic", program, task, work) if syn.status == "pass" else verdicts.not_run(syn)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    return {**out, "syntax": syn.to_dict(), "semantic": sem.to_dict()}
 
 
 # --- generation --------------------------------------------------------------------------------
@@ -207,30 +181,28 @@ def run_generation(run_dir, dsls=None, models=None, limit=None, samples: int = 1
 
 def _one_server_per_model(store: RunStore, servers: dict) -> None:
     """Refuse to mix two servers' answers under one model name in a run (their records would look alike)."""
-    for g in store.iter_records("generations"):
+    for g in store.table("generations", ["model", "generation_status", "api_base"]).to_dict("records"):
         m = g["model"]
-        if m in servers and g.get("generation_status") == "ok" and (g.get("api_base") or None) != servers[m]:
+        if m in servers and g.get("generation_status") == "ok" and (_text(g.get("api_base")) or None) != servers[m]:
             raise UserError(f"{store.dir}: model {m!r} was generated from {g.get('api_base') or 'its default server'}"
                             f", this call would use {servers[m] or 'its default server'}: use a new --run folder "
                             "(the generation cache keeps each server's answers apart)")
 
 
+def _text(value) -> str:
+    """A table cell that may be missing (None or NaN) as text."""
+    return value if isinstance(value, str) else ""
+
+
 def summarize_generations(store: RunStore) -> pd.DataFrame:
-    df = pd.DataFrame(store.records("generations"))
-    if df.empty:
+    df = store.table("generations", ["dsl", "model", "generation_status", "extraction_rule"])
+    if df.empty or "extraction_rule" not in df.columns:
         return df
     return (df.groupby(["dsl", "model", "generation_status", "extraction_rule"]).size()
               .rename("outputs").reset_index())
 
 
 # --- validation --------------------------------------------------------------------------------
-
-def _evaluate_job(dsl: str, task: Task, program: str) -> dict:
-    started = now()
-    out = evaluate(dsl, task, program)
-    out["started"], out["finished"] = started, now()
-    return out
-
 
 def run_validation(run_dir, dsls=None, executor: str | None = None, workers: int | None = None,
                    progress: bool = True, min_judged: float | None = metrics.DEFAULT_MIN_JUDGED) -> pd.DataFrame:
@@ -248,17 +220,21 @@ def run_validation(run_dir, dsls=None, executor: str | None = None, workers: int
 
 
 def _validate_into(store: RunStore, dsls, executor, workers, progress) -> pd.DataFrame:
-    gens = [g for g in store.records("generations") if not dsls or g["dsl"] in dsls]
-    tasks = load_tasks(sorted({g["dsl"] for g in gens})) if gens else {}
+    # Which generations need a verdict is decided on the store's index; only those records are read.
+    gens = store.table("generations", ["_key", "dsl", "task_id", "generation_status"])
+    if dsls:
+        gens = gens[gens["dsl"].isin(dsls)]
+    tasks = load_tasks(sorted(set(gens["dsl"]))) if len(gens) else {}
     by_id = {t.id: t for ts in tasks.values() for t in ts}
-    missing = sorted({g["task_id"] for g in gens} - set(by_id))
+    missing = sorted(set(gens["task_id"]) - set(by_id)) if len(gens) else []
     if missing:
         raise ValueError(f"generations refer to tasks that no longer exist: {', '.join(missing[:10])}")
     store.log_invocation("validate", {"dsls": dsls, "executor": executor})
     done = store.keys("verdicts", retry=True)
     retried = store.keys("verdicts") - done      # verdicts on failed model calls: redo once the call succeeded
-    todo = [g for g in gens if record_key(g) not in done
-            and not (record_key(g) in retried and g["generation_status"] != "ok")]
+    todo_keys = [k for k, status in zip(gens["_key"], gens.get("generation_status", [None] * len(gens)))
+                 if k not in done and not (k in retried and status != "ok")]
+    todo = store.records("generations", keys=todo_keys)
 
     def write(gen: dict, out: dict) -> None:
         store.append("verdicts", verdict_record(gen, out, store.dir.name, code_revision()))
@@ -271,23 +247,13 @@ def _validate_into(store: RunStore, dsls, executor, workers, progress) -> pd.Dat
             write(gen, {"probe": toolchains.probe(gen["dsl"]).to_dict(), "validator": "", "syntax": v, "semantic": v,
                         "started": now(), "finished": now()})
         else:
-            jobs.append((gen, _evaluate_job, (gen["dsl"], by_id[gen["task_id"]], gen["program"])))
+            jobs.append((gen, judge.evaluate_job, (gen["dsl"], by_id[gen["task_id"]], gen["program"])))
     fan_out(jobs, write, executor, workers, "validate", progress)
     store.export()
     return store.verdict_table()
 
 
 # --- validators proving themselves -------------------------------------------------------------
-
-def _selfcheck_job(dsl: str, task: Task, kind: str, index: int, program: str) -> dict:
-    out = evaluate(dsl, task, program)
-    syn, sem = out["syntax"], out["semantic"]
-    return {"dsl": dsl, "task_id": task.id, "program": kind, "index": index,
-            "syntax": syn["status"], "semantic": sem["status"], "syntax_reason": syn["reason"],
-            "semantic_reason": sem["reason"], "syntax_diagnostics": syn["diagnostics"],
-            "semantic_diagnostics": sem["diagnostics"], "semantic_expected": sem.get("expected", ""), "toolchain": out["probe"]["toolchain"],
-            "version": out["probe"]["version"], "seconds": syn["duration_s"] + sem["duration_s"]}
-
 
 def expected_outcome(kind: str) -> tuple[str, str]:
     """(syntax, semantic) statuses a program of this kind must get."""
@@ -328,7 +294,7 @@ def selfcheck(dsls=None, executor: str | None = None, workers: int | None = None
             jobs += [(dsl, t, m.level, i, m.program) for i, m in enumerate(t.mutants)]
             jobs += [(dsl, t, "equivalent", i, e.program) for i, e in enumerate(t.equivalents)]
     rows = []
-    fan_out([(None, _selfcheck_job, job) for job in jobs], lambda _, row: rows.append(row),
+    fan_out([(None, judge.selfcheck_job, job) for job in jobs], lambda _, row: rows.append(row),
             executor, workers, "self-check", progress)
     df = pd.DataFrame(rows, columns=SELFCHECK_COLUMNS)
     df["expected_syntax"] = df["program"].map(lambda k: expected_outcome(k)[0])
@@ -352,12 +318,6 @@ def pass_rates(verdicts: pd.DataFrame) -> pd.DataFrame:
 def doctor() -> pd.DataFrame:
     """Availability matrix: DSL, toolchain, version, dialect, available or why not, sandbox mode."""
     from .sandbox import sandbox_mode
-    rows = []
-    for dsl, tc in toolchains.discover().items():
-        p = toolchains.probe(dsl)
-        rows.append({"dsl": dsl, "language": tc.card.get("language", dsl), "domain": tc.card.get("domain", ""),
-                     "toolchain": p.toolchain, "version": p.version, "dialect": p.dialect,
-                     "available": p.available, "reason": p.reason})
-    df = pd.DataFrame(rows)
+    df = pd.DataFrame(toolchains.availability())
     df.attrs["sandbox"] = sandbox_mode()
     return df

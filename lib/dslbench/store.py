@@ -16,8 +16,10 @@ replaces it, so a rerun can retry provider errors without editing the file.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import fcntl
+import functools
+import hashlib
+import inspect
 import json
 import os
 from pathlib import Path
@@ -26,7 +28,7 @@ from typing import Iterable, Iterator
 import pandas as pd
 
 from .errors import UserError
-from .verdicts import SCHEMA_VERSION
+from .verdicts import SCHEMA_VERSION, now  # noqa: F401 (now: re-exported)
 
 KEY_FIELDS = ("dsl", "task_id", "model", "method", "sample")
 KINDS = ("generations", "verdicts")
@@ -43,10 +45,6 @@ def retryable(kind: str, rec: dict) -> bool:
     if kind == "generations":
         return rec.get("generation_status") == "error"
     return (rec.get("syntax") or {}).get("reason") == "provider_error"
-
-
-def now() -> str:
-    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
 class RunStore:
@@ -130,12 +128,26 @@ class RunStore:
                     kept[key] = rec
         yield from kept.values()
 
-    def records(self, kind: str) -> list[dict]:
-        return list(self.iter_records(kind))
+    def records(self, kind: str, keys: Iterable[str] | None = None) -> list[dict]:
+        """Every record (first per key), or only those of `keys`, read by offset from the index."""
+        if keys is None:
+            return list(self.iter_records(kind))
+        wanted = set(keys)
+        index = self.table(kind, INDEX_COLUMNS)
+        offsets = index.loc[index["_key"].isin(wanted), "_offset"]
+        out = []
+        if offsets.empty:
+            return out
+        with open(self.path(kind), "rb") as f:
+            for offset in offsets:
+                f.seek(int(offset))
+                out.append(json.loads(f.readline()))
+        return out
 
     def keys(self, kind: str, retry: bool = False) -> set[str]:
         """Keys present; with retry=True, keys whose record is retryable count as absent."""
-        return {record_key(r) for r in self.iter_records(kind) if not (retry and retryable(kind, r))}
+        index = self.table(kind, INDEX_COLUMNS)
+        return set(index.loc[~index["_retry"], "_key"] if retry else index["_key"])
 
     @contextlib.contextmanager
     def writer(self, stage: str):
@@ -173,37 +185,138 @@ class RunStore:
             os.fsync(f.fileno())
 
     # --- tidy tables -----------------------------------------------------------------------
-    def verdict_table(self) -> pd.DataFrame:
-        return flatten_verdicts(self.iter_records("verdicts"))
+    # tables/<kind>.parquet is the tidy table of one kind (first record per key, as iter_records) plus
+    # INDEX_COLUMNS. It is brought up to date by reading only the lines appended since it was written,
+    # so resume, pass rates and the book read a paper-scale run in seconds, not by parsing every line.
 
-    def _export_stamp(self) -> dict:
-        """What the tables are made from: the record files' sizes and times, the columns, the code."""
-        from .revision import code_revision
-        files = {k: [p.stat().st_size, p.stat().st_mtime_ns] for k in KINDS if (p := self.path(k)).exists()}
-        return {"files": files, "columns": VERDICT_COLUMNS, "schema": SCHEMA_VERSION, "revision": code_revision()}
+    def table(self, kind: str, columns: Iterable[str] | None = None) -> pd.DataFrame:
+        """The tidy table of one kind with the index columns; `columns` (those present) to read fewer."""
+        path, out = self.path(kind), self.dir / "tables" / f"{kind}.parquet"
+        stamps = self._stamps()
+        stamp = stamps.get(kind)
+        size = path.stat().st_size if path.exists() else 0
+        kept = bool(stamp) and out.exists() and self._prefix_unchanged(path, stamp)
+        if kept and stamp["bytes"] == size:
+            return _read_parquet(out, columns)
+        start = stamp["bytes"] if kept else 0
+        old = pd.read_parquet(out) if start else None
+        new, end, lines = self._flatten_from(kind, start, stamp["lines"] if start else 0)
+        df = _first_per_key(new if old is None else pd.concat([old, new], ignore_index=True))
+        try:
+            (self.dir / "tables").mkdir(exist_ok=True)
+            tmp = out.with_suffix(".parquet.tmp")
+            df.to_parquet(tmp, index=False)
+            os.replace(tmp, out)  # readers never see a half-written table
+            stamps[kind] = {"bytes": end, "lines": lines, "format": _table_format(), "tail": _tail_hash(path, end)}
+            _write_atomic(self.dir / "tables" / "exported.json", json.dumps(stamps, sort_keys=True))
+            return _read_parquet(out, columns)  # the same column types as every later read of the table
+        except OSError:
+            pass  # a read-only run folder (a published reference run): the table is just not kept
+        return df if columns is None else df[[c for c in columns if c in df.columns]]
+
+    def _stamps(self) -> dict:
+        try:
+            stamps = json.loads((self.dir / "tables" / "exported.json").read_text())
+        except (OSError, ValueError):
+            return {}
+        if not isinstance(stamps, dict):
+            return {}
+        return {k: v for k, v in stamps.items() if k in KINDS and isinstance(v, dict)
+                and v.get("format") == _table_format() and isinstance(v.get("bytes"), int)}
+
+    @staticmethod
+    def _prefix_unchanged(path: Path, stamp: dict) -> bool:
+        """The lines the table was made from are still the file's first lines (append-only, not rewritten)."""
+        size = path.stat().st_size if path.exists() else 0
+        return size >= stamp["bytes"] and _tail_hash(path, stamp["bytes"]) == stamp.get("tail")
+
+    def _flatten_from(self, kind: str, start: int, lineno: int) -> tuple[pd.DataFrame, int, int]:
+        """Tidy rows of the complete lines from byte `start` on; returns them, the end offset and line count."""
+        path = self.path(kind)
+        recs, offsets, end = [], [], start
+        if path.exists():
+            with open(path, "rb") as f:
+                f.seek(start)
+                for line in f:
+                    if not line.endswith(b"\n"):
+                        break  # torn line from a writer killed just now
+                    lineno += 1
+                    try:
+                        recs.append(json.loads(line))
+                    except json.JSONDecodeError as e:
+                        raise UserError(f"{path}:{lineno}: corrupt record ({e.msg}); the store was edited by hand?") from None
+                    offsets.append(end)
+                    end += len(line)
+        df = flatten_verdicts(recs) if kind == "verdicts" else pd.DataFrame([_flat_generation(r) for r in recs])
+        for k in KEY_FIELDS:   # an empty file still gives a table with the key columns
+            if k not in df.columns:
+                df[k] = pd.Series(dtype=object)
+        df["_key"] = [record_key(r) for r in recs]
+        df["_retry"] = pd.Series([retryable(kind, r) for r in recs], dtype=bool)
+        df["_offset"] = pd.Series(offsets, dtype="int64")
+        return df, end, lineno
+
+    def verdict_table(self) -> pd.DataFrame:
+        df = self.table("verdicts").drop(columns=list(INDEX_COLUMNS))
+        if "round" in df.columns and df["round"].isna().all():
+            df = df.drop(columns="round")  # baseline-only runs keep exactly VERDICT_COLUMNS
+        return df
 
     def export(self, force: bool = False) -> dict[str, Path]:
-        """Write Parquet tables for the analysis notebooks; returns their paths. Tables already made
-        from the same records by the same code are kept (a `validate` with nothing new rewrites nothing)."""
-        out = self.dir / "tables"
-        out.mkdir(exist_ok=True)
-        paths = {name: out / f"{name}.parquet" for name in KINDS}
-        stamp_path, stamp = out / "exported.json", self._export_stamp()
-        try:
-            unchanged = json.loads(stamp_path.read_text()) == stamp and all(p.exists() for p in paths.values())
-        except (OSError, ValueError):
-            unchanged = False
-        if unchanged and not force:
-            return paths
-        tables = {"verdicts": self.verdict_table(),
-                  "generations": pd.DataFrame([_flat_generation(r) for r in self.iter_records("generations")])}
-        for name, df in tables.items():
-            path = out / f"{name}.parquet"
-            tmp = path.with_suffix(".parquet.tmp")
-            df.to_parquet(tmp, index=False)
-            os.replace(tmp, path)  # readers never see a half-written table
-        stamp_path.write_text(json.dumps(stamp))
-        return paths
+        """Bring the Parquet tables for the analysis notebooks up to date; returns their paths. A table
+        already made from the same records by the same code is not rewritten."""
+        if force:
+            (self.dir / "tables" / "exported.json").unlink(missing_ok=True)
+        for kind in KINDS:
+            self.table(kind, INDEX_COLUMNS)
+        return {kind: self.dir / "tables" / f"{kind}.parquet" for kind in KINDS}
+
+
+INDEX_COLUMNS = ("_key", "_retry", "_offset")  # record key, retryable, byte offset of its line
+
+
+def _first_per_key(df: pd.DataFrame) -> pd.DataFrame:
+    """The rows iter_records keeps: per key, the first non-retryable row, else the last; in the order of
+    each key's first appearance. Applying it again to its result plus newer rows gives the same as once
+    to all rows, which is what lets the table grow by the appended lines only."""
+    if df.empty:
+        return df.reset_index(drop=True)
+    pos = pd.Series(range(len(df)), index=df.index)
+    key, ok = df["_key"], ~df["_retry"].astype(bool)
+    chosen = pos.groupby(key).last()
+    chosen.update(pos[ok].groupby(key[ok]).first())
+    first_seen = pos.groupby(key).first().sort_values()
+    return df.iloc[chosen.loc[first_seen.index].to_numpy(dtype="int64")].reset_index(drop=True)
+
+
+def _read_parquet(path: Path, columns) -> pd.DataFrame:
+    if columns is None:
+        return pd.read_parquet(path)
+    import pyarrow.parquet as pq
+    names = set(pq.read_schema(path).names)
+    return pd.read_parquet(path, columns=[c for c in columns if c in names])
+
+
+def _tail_hash(path: Path, end: int) -> str:
+    """Hash of the 4 KiB before `end`: tells an appended file from a rewritten one cheaply."""
+    if not path.exists():
+        return ""
+    with open(path, "rb") as f:
+        f.seek(max(0, end - 4096))
+        return hashlib.sha256(f.read(min(end, 4096))).hexdigest()
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+@functools.cache
+def _table_format() -> str:
+    """Changes whenever the table code does, so a table written by other code is rebuilt, never reused."""
+    src = "".join(inspect.getsource(f) for f in (flatten_verdicts, _flat_generation, _first_per_key, record_key, retryable))
+    return hashlib.sha256((src + json.dumps(VERDICT_COLUMNS)).encode()).hexdigest()[:16]
 
 
 def migrate_run(run_dir: Path | str) -> list[str]:

@@ -18,6 +18,7 @@ import os
 import shutil
 import stat
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, asdict
 from pathlib import Path
 import yaml
@@ -196,20 +197,41 @@ def read_work_file(path: Path, cap: int = REPORT_CAP) -> str:
     return data.decode("utf-8")
 
 
+class Registry(Mapping):
+    """DSL name -> Toolchain for every folder under toolchains/ with a card. A validator module is
+    imported the first time its DSL is asked for, so a command about one DSL (or a worker judging
+    one) does not pay for importing all 18 and their toolchain bindings."""
+
+    def __init__(self, base: Path):
+        self.folders = {p.name: p for p in sorted(base.iterdir()) if p.is_dir() and (p / "toolchain.yaml").exists()}
+        self._loaded: dict[str, Toolchain] = {}
+
+    def __getitem__(self, dsl: str) -> Toolchain:
+        if dsl not in self._loaded:
+            self._loaded[dsl] = _load(self.folders[dsl])   # KeyError for an unknown DSL, as a dict
+        return self._loaded[dsl]
+
+    def __iter__(self):
+        return iter(self.folders)
+
+    def __len__(self) -> int:
+        return len(self.folders)
+
+
+def _load(folder: Path) -> Toolchain:
+    card = yaml.safe_load((folder / "toolchain.yaml").read_text(encoding="utf-8")) or {}
+    module_name = f"dslbench_toolchain_{folder.name.replace('-', '_')}"
+    spec = importlib.util.spec_from_file_location(module_name, folder / "validator.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return module.Validator(folder, card)
+
+
 @functools.lru_cache(maxsize=None)
-def discover(root: str | None = None) -> dict[str, Toolchain]:
-    """All DSL toolchains under toolchains/, keyed by folder name."""
-    base = Path(root) if root else toolchains_dir()
-    found: dict[str, Toolchain] = {}
-    for folder in sorted(p for p in base.iterdir() if p.is_dir() and (p / "toolchain.yaml").exists()):
-        card = yaml.safe_load((folder / "toolchain.yaml").read_text(encoding="utf-8")) or {}
-        module_name = f"dslbench_toolchain_{folder.name.replace('-', '_')}"
-        spec = importlib.util.spec_from_file_location(module_name, folder / "validator.py")
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[module_name] = module
-        spec.loader.exec_module(module)
-        found[folder.name] = module.Validator(folder, card)
-    return found
+def discover(root: str | None = None) -> Registry:
+    """All DSL toolchains under toolchains/, keyed by folder name (loaded when first used)."""
+    return Registry(Path(root) if root else toolchains_dir())
 
 
 def get(dsl: str) -> Toolchain:
@@ -231,3 +253,15 @@ def probe(dsl: str) -> Probe:
         p.stand_in_for = str(tc.card.get("stand_in_for") or "")
     return p
 
+
+
+def availability() -> list[dict]:
+    """One row per DSL: card fields and its probe. The probes run side by side (most wait on a
+    `--version` subprocess), so `dslbench doctor` takes about as long as the slowest one."""
+    from concurrent.futures import ThreadPoolExecutor
+    reg = dict(discover())   # validator modules are loaded one after the other, only the probes in parallel
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        probes = dict(zip(reg, pool.map(probe, reg)))
+    return [{"dsl": dsl, "language": tc.card.get("language", dsl), "domain": tc.card.get("domain", ""),
+             "toolchain": probes[dsl].toolchain, "version": probes[dsl].version, "dialect": probes[dsl].dialect,
+             "available": probes[dsl].available, "reason": probes[dsl].reason} for dsl, tc in reg.items()]

@@ -17,6 +17,7 @@ status, so no validator inspects return codes or signals on its own.
 """
 from __future__ import annotations
 
+import datetime as dt
 from dataclasses import asdict, dataclass, field
 
 SCHEMA_VERSION = 2          # 1: records without reasons or schema field (before the taxonomy)
@@ -61,6 +62,11 @@ OUT_OF_MEMORY = ("MemoryError", "std::bad_alloc", "cannot allocate memory", "Can
 # What a runtime prints when it gives up on memory and carries on or exits cleanly (Go's runtime, Godot's
 # allocator): its own words, never a quote of the program, so they count even in a plain rejection.
 RUNTIME_OUT_OF_MEMORY = ("fatal error: out of memory", "runtime: out of memory", "alloc_static: Condition")
+
+
+def now() -> str:
+    """The timestamp of every record (UTC, milliseconds)."""
+    return dt.datetime.now(dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
 def status_of(reason: str) -> str:

@@ -26,13 +26,14 @@ def load_verdicts(run_dir) -> pd.DataFrame:
     a run that only has tables/verdicts.parquet (an exported or synthetic run) is read from Parquet.
     A run with neither gives an empty table with the store's columns.
     """
-    from ..store import VERDICT_COLUMNS, RunStore
+    from ..store import INDEX_COLUMNS, VERDICT_COLUMNS, RunStore
     run = Path(run_dir)
     jsonl, parquet = run / "verdicts.jsonl", run / "tables" / "verdicts.parquet"
     if jsonl.exists() and jsonl.stat().st_size > 0:
         return RunStore(run).verdict_table()
     if parquet.exists():
         df = pd.read_parquet(parquet)
+        df = df.drop(columns=[c for c in INDEX_COLUMNS if c in df.columns])  # the store's own bookkeeping
         for c in VERDICT_COLUMNS:
             if c not in df.columns:
                 df[c] = None  # an older or synthetic table: columns it lacks are unknown, not guessed
