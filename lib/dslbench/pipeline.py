@@ -184,7 +184,7 @@ def _one_server_per_model(store: RunStore, servers: dict) -> None:
     for g in store.table("generations", ["model", "generation_status", "api_base"]).to_dict("records"):
         m = g["model"]
         if m in servers and g.get("generation_status") == "ok" and (_text(g.get("api_base")) or None) != servers[m]:
-            raise UserError(f"{store.dir}: model {m!r} was generated from {g.get('api_base') or 'its default server'}"
+            raise UserError(f"{store.dir}: model {m!r} was generated from {_text(g.get('api_base')) or 'its default server'}"
                             f", this call would use {servers[m] or 'its default server'}: use a new --run folder "
                             "(the generation cache keeps each server's answers apart)")
 
