@@ -111,22 +111,31 @@ class RunStore:
             os.fsync(f.fileno())
 
     def iter_records(self, kind: str) -> Iterator[dict]:
+        kept: dict[str, dict] = {}   # insertion order = order of first appearance
+        for _, _, rec in self._read_lines(kind):
+            key = record_key(rec)
+            if key not in kept or retryable(kind, kept[key]):
+                kept[key] = rec
+        yield from kept.values()
+
+    def _read_lines(self, kind: str, start: int = 0, lineno: int = 0) -> Iterator[tuple[int, int, dict]]:
+        """(byte offset, offset after it, record) of each complete line from byte `start` (line `lineno`) on."""
         path = self.path(kind)
         if not path.exists():
             return
-        kept: dict[str, dict] = {}   # insertion order = order of first appearance
-        with open(path, encoding="utf-8") as f:
-            for lineno, line in enumerate(f, 1):
-                if not line.endswith("\n"):
+        with open(path, "rb") as f:
+            f.seek(start)
+            offset = start
+            for line in f:
+                if not line.endswith(b"\n"):
                     break  # torn line from a writer killed just now
+                lineno += 1
                 try:
                     rec = json.loads(line)
                 except json.JSONDecodeError as e:
                     raise UserError(f"{path}:{lineno}: corrupt record ({e.msg}); the store was edited by hand?") from None
-                key = record_key(rec)
-                if key not in kept or retryable(kind, kept[key]):
-                    kept[key] = rec
-        yield from kept.values()
+                yield offset, offset + len(line), rec
+                offset += len(line)
 
     def records(self, kind: str, keys: Iterable[str] | None = None) -> list[dict]:
         """Every record (first per key), or only those of `keys`, read by offset from the index."""
@@ -232,21 +241,11 @@ class RunStore:
 
     def _flatten_from(self, kind: str, start: int, lineno: int) -> tuple[pd.DataFrame, int, int]:
         """Tidy rows of the complete lines from byte `start` on; returns them, the end offset and line count."""
-        path = self.path(kind)
         recs, offsets, end = [], [], start
-        if path.exists():
-            with open(path, "rb") as f:
-                f.seek(start)
-                for line in f:
-                    if not line.endswith(b"\n"):
-                        break  # torn line from a writer killed just now
-                    lineno += 1
-                    try:
-                        recs.append(json.loads(line))
-                    except json.JSONDecodeError as e:
-                        raise UserError(f"{path}:{lineno}: corrupt record ({e.msg}); the store was edited by hand?") from None
-                    offsets.append(end)
-                    end += len(line)
+        for offset, end, rec in self._read_lines(kind, start, lineno):
+            recs.append(rec)
+            offsets.append(offset)
+        lineno += len(recs)
         df = flatten_verdicts(recs) if kind == "verdicts" else pd.DataFrame([_flat_generation(r) for r in recs])
         for k in KEY_FIELDS:   # an empty file still gives a table with the key columns
             if k not in df.columns:
