@@ -6,9 +6,10 @@ import pandas as pd
 import pytest
 
 from conftest import run_cli
-from dslbench import pipeline
+from dslbench import book, pipeline
 from dslbench.metrics import RunCannotJudge
 from dslbench.store import RunStore, comparable
+from dslbench.tasks import load_tasks
 
 DSLS = ["jq", "smiles", "verilog"]
 PARAMS = {"max_tokens": 96}
@@ -91,9 +92,10 @@ def test_dask_executor_gives_the_same_verdicts_as_the_process_pool():
     pd.testing.assert_frame_equal(local[cols], dask[cols])
 
 
-def test_pipeline_command_executes_the_stage_notebooks(tmp_path):
+def test_pipeline_command_executes_the_stage_notebooks(tmp_path, monkeypatch):
+    """Every stage on one sampled jq task (--sample reaches every stage kernel), then the book of the run."""
     run = tmp_path / "nbrun"
-    r = run_cli("pipeline", "--run", str(run), "--dsl", "jq", "--limit", "1", "--no-book", "--param", "max_tokens=48", "--param", "simulate_check=false", "--param", "lora_steps=2", "--param", "selfcheck=false",
+    r = run_cli("pipeline", "--run", str(run), "--dsl", "jq", "--sample", "1", "--seed", "3", "--param", "max_tokens=48", "--param", "simulate_check=false", "--param", "lora_steps=2", "--param", "selfcheck=false",
                 env={"DSLBENCH_CACHE": str(tmp_path / "cache")})
     assert r.returncode == 0, r.stderr[-3000:]
     for name in ("02_generation.ipynb", "03_validation.ipynb"):
@@ -111,3 +113,15 @@ def test_pipeline_command_executes_the_stage_notebooks(tmp_path):
                       for c in json.loads((run / "notebooks" / name).read_text())["cells"] for o in c.get("outputs", []))
     assert re.search(r"^generate: 1/1 in \d+ s", outputs, re.M) and re.search(r"^validate: 1/1 in \d+ s", outputs, re.M)
     assert "\r" not in outputs and "it/s]" not in outputs
+    # the stratified sample drawn in the parent is the one every stage used, and run.json says so
+    monkeypatch.setenv("DSLBENCH_SAMPLE", "1")
+    monkeypatch.setenv("DSLBENCH_SEED", "3")
+    picked = {t.id for t in load_tasks(["jq"])["jq"]}
+    table = RunStore(run).verdict_table()
+    assert set(table["task_id"]) == picked
+    calls = [json.loads(x) for x in (run / "run.json").read_text().splitlines()]
+    assert [c["params"]["task_sample"] for c in calls if c["stage"] == "pipeline"] == [1]
+    # the book of a fresh run: no broken link, missing image or raw traceback
+    assert "book built in" in r.stdout
+    problems = book.check_built(book.book_dir() / "_build" / "html")
+    assert not problems, "\n".join(problems[:40])

@@ -13,9 +13,10 @@ from conftest import run_cli
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
-# covered elsewhere, as written: the whole pipeline (test_pipeline.py) and an upstream import, which
-# needs the user's download (test_upstream.py and the per-benchmark import tests use fixtures)
-NOT_HERE = {"pipeline": "tests/test_pipeline.py", "import": "needs an upstream download"}
+# covered elsewhere, as written: the whole pipeline (test_pipeline.py), the book of the reference run
+# (test_book.py) and an upstream import, which needs the user's download (test_upstream.py and the per-benchmark import tests use fixtures)
+NOT_HERE = {"pipeline": "tests/test_pipeline.py", "import": "needs an upstream download",
+            "book": "tests/test_book.py builds the book from the reference run and checks it"}
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from conftest import run_cli
+from dslbench.errors import UserError
 from dslbench.tasks import TaskError, load_task_file, load_tasks
 
 GOOD = textwrap.dedent("""\
@@ -85,3 +86,29 @@ def test_malformed_task_stops_cli_before_writing_anything(project_copy, tmp_path
     assert r.returncode == 2
     assert "jq-900.yaml:5: field 'difficulty': expected str" in r.stderr
     assert not run.exists(), "a failed load must leave no partial output"
+
+
+def test_task_sample_is_stratified_reproducible_and_checked(monkeypatch):
+    """DSLBENCH_SAMPLE (pipeline --sample N --seed S): the same N tasks per DSL in every stage, every
+    difficulty level kept, another seed another draw, a bad value a clear error."""
+    full = load_tasks(["verilog", "jq"])
+    monkeypatch.setenv("DSLBENCH_SAMPLE", "3")
+    monkeypatch.setenv("DSLBENCH_SEED", "0")
+    a = load_tasks(["verilog", "jq"])
+    assert {d: len(v) for d, v in a.items()} == {"verilog": 3, "jq": 3}
+    for dsl, ts in a.items():
+        assert {t.difficulty for t in ts} == {"easy", "medium", "hard"}, dsl
+        assert [t.id for t in ts] == sorted(t.id for t in ts)
+    assert [t.id for t in load_tasks(["verilog"])["verilog"]] == [t.id for t in a["verilog"]]
+    seeds = set()
+    for seed in range(6):
+        monkeypatch.setenv("DSLBENCH_SEED", str(seed))
+        seeds.add(tuple(t.id for t in load_tasks(["jq"])["jq"]))
+    assert len(seeds) > 1
+    assert len(load_tasks(["jq"], sampled=False)["jq"]) == len(full["jq"])
+    monkeypatch.setenv("DSLBENCH_SAMPLE", "1000")
+    assert len(load_tasks(["jq"])["jq"]) == len(full["jq"])
+    for bad in ("0", "three"):
+        monkeypatch.setenv("DSLBENCH_SAMPLE", bad)
+        with pytest.raises(UserError, match="DSLBENCH_SAMPLE"):
+            load_tasks(["jq"])

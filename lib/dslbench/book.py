@@ -120,8 +120,36 @@ def stage_notebook_for_book(src: Path, dst: Path) -> None:
     dst.write_text(json.dumps(nb, indent=1, ensure_ascii=False), encoding="utf-8")
 
 
-def results_md(table: pd.DataFrame, run_name: str) -> str:
-    lines = ["# Results", "", f"Run `{run_name}`. Every level of every verdict has a status and a reason code "
+def run_scope_md(run_dir: Path) -> list[str]:
+    """What the run is: a stratified task sample (and of what size), the committed reference run (its code
+    revision, stage timings and toolchain versions), so no page passes a sample off as the whole benchmark."""
+    lines = []
+    calls = []
+    if (run_dir / "run.json").exists():
+        calls = [json.loads(x) for x in (run_dir / "run.json").read_text().splitlines() if x.strip()]
+    pipeline = [c for c in calls if c.get("stage") == "pipeline"]
+    sample = pipeline[-1]["params"].get("task_sample") if pipeline else None
+    stamp = run_dir / ".reference-manifest.json"
+    if stamp.exists():
+        m = json.loads(stamp.read_text())
+        timings = ", ".join(f"{k.split('_', 1)[1].replace('_', ' ')} {v / 60:.1f} min" for k, v in m["stage_seconds"].items())
+        lines += ["```{admonition} The committed reference run", ":class: note",
+                  f"These pages are built from the reference run committed in `reference/` (made at code revision "
+                  f"`{m['code_revision'][:12]}`; stage wall times on 2 cores: {timings}). "
+                  "Rebuild it with `dslbench reference build`; CI fails when a task or a DSL's judging code changed "
+                  "since it was made (`dslbench reference check`). The toolchain versions that judged it are on each "
+                  "DSL's card and in `reference/manifest.json`.", "```", ""]
+    if sample:
+        lines += ["```{admonition} A stratified sample, not the whole task set", ":class: warning",
+                  f"This run covers {sample} task(s) per DSL, drawn reproducibly and stratified by difficulty "
+                  f"(seed {pipeline[-1]['params'].get('task_seed')}), not every bundled task: one task moves a DSL's "
+                  "rate by a large step, and the per-DSL intervals are wide. Run `dslbench pipeline` without "
+                  "`--sample` for all tasks.", "```", ""]
+    return lines
+
+
+def results_md(table: pd.DataFrame, run_name: str, scope: list[str] = ()) -> str:
+    lines = ["# Results", "", *scope, f"Run `{run_name}`. Every level of every verdict has a status and a reason code "
              "(one taxonomy for all DSLs, listed below). Pass rates are over *evaluated* records, those judged "
              "`pass` or `fail` at both levels; records marked `unavailable` (no judge on the machine that "
              "validated) or `error` (a failed model call, a validator or sandbox failure) are excluded from both "
@@ -331,12 +359,12 @@ def generate_sources(run_dir: Path, batch_dirs: list[Path] = ()) -> Path:
     (gen / "dsls").mkdir()
     for nb in sorted((run_dir / "notebooks").glob("[0-9][0-9]_*.ipynb")):
         stage_notebook_for_book(nb, gen / "stages" / nb.name)
-    tasks = load_tasks()
+    tasks = load_tasks(sampled=False)
     matrix = {r["dsl"]: r for r in doctor().to_dict("records")}
     for dsl, ts in tasks.items():
         (gen / "dsls" / f"{dsl}.md").write_text(dsl_card_md(dsl, ts, matrix.get(dsl, {})))
     table = RunStore(run_dir).verdict_table() if run_dir.exists() else pd.DataFrame()
-    (gen / "results.md").write_text(results_md(table, run_dir.name))
+    (gen / "results.md").write_text(results_md(table, run_dir.name, run_scope_md(run_dir)))
     (gen / "outcomes").mkdir()
     for dsl in sorted(set(table["dsl"])) if len(table) else []:
         (gen / "outcomes" / f"{dsl}.md").write_text(dsl_outcomes_md(dsl, table))
@@ -417,7 +445,7 @@ def task_page(r: dict, task, root: str) -> str:
 
 def write_task_pages(table: pd.DataFrame, out: Path) -> int:
     """Per-task pages and paginated, filterable slice indexes under out/tasks/. Returns pages written."""
-    tasks = {t.id: t for ts in load_tasks().values() for t in ts}
+    tasks = {t.id: t for ts in load_tasks(sampled=False).values() for t in ts}
     shutil.rmtree(out / "tasks", ignore_errors=True)
     (out / "tasks").mkdir(parents=True)
     written = 0
@@ -555,6 +583,33 @@ def copy_vendor(extra_dir: Path) -> None:
         for font in dist.iterdir():
             if font.suffix in (".woff2", ".woff", ".ttf", ".eot", ".svg"):
                 shutil.copy(font, extra_dir / target / font.name)
+
+
+_LINK = re.compile(r"""(?:href|src)\s*=\s*["']([^"'#?][^"']*)["']""")
+_EXTERNAL = re.compile(r"^(?:[a-z][a-z0-9+.-]*:|//)", re.I)   # http:, https:, mailto:, data:, javascript:, //host
+
+
+def check_built(html_root: Path) -> list[str]:
+    """Problems a reader would hit in the built book: internal links and images that point at no file,
+    and raw tracebacks on a book page (task log pages are excluded there: a candidate program's own
+    traceback in a toolchain log is data, not a broken page). One line per problem; [] when none."""
+    problems = []
+    for page in sorted(html_root.rglob("*.html")):
+        rel = page.relative_to(html_root)
+        text = page.read_text(encoding="utf-8", errors="replace")
+        for target in set(_LINK.findall(text)):
+            if _EXTERNAL.match(target) or "{" in target or "+" in target:   # skip URLs and script templates
+                continue
+            path = target.split("#", 1)[0].split("?", 1)[0]
+            if not path:
+                continue
+            resolved = (html_root / path.lstrip("/")) if path.startswith("/") else (page.parent / path)
+            if not resolved.exists():
+                kind = "image" if re.search(r"\.(png|svg|jpe?g|gif)$", path, re.I) else "link"
+                problems.append(f"{rel}: broken {kind} {target}")
+        if rel.parts[0] not in ("tasks", "_sources", "_static", "vendor") and "Traceback (most recent call last)" in text:
+            problems.append(f"{rel}: a raw traceback on the page")
+    return problems
 
 
 def build(run_dir: Path | str, batch_dirs: list[Path] = (), output: Path | None = None, quiet: bool = True) -> Path:

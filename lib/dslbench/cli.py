@@ -272,8 +272,10 @@ def cmd_pipeline(args) -> int:
     for item in args.param:
         name, _, value = item.partition("=")
         extra[name] = yaml.safe_load(value)
+    extra.update({k: v for k, v in (("api_base", args.api_base), ("api_key_env", args.api_key_env)) if v})
     executed = run_pipeline(args.run, dsls=args.dsl, models=args.model, limit=args.limit,
-                            executor=args.executor, stages=args.stage, extra=extra)
+                            executor=args.executor, stages=args.stage, extra=extra,
+                            sample=args.sample, seed=args.seed)
     print("executed notebooks:\n  " + "\n  ".join(map(str, executed)))
     status = cmd_report(args)
     if not args.no_book:
@@ -286,8 +288,64 @@ def cmd_book(args) -> int:
     import time
     from .book import build
     t0 = time.monotonic()
-    html_root = build(args.run, [Path(b) for b in args.batch])
+    run = args.run
+    if getattr(args, "reference", False):
+        from .reference import read_manifest, unpack
+        manifest = read_manifest()
+        run = unpack()
+        print(f"reference run of {manifest['code_revision'][:12]} unpacked into {run}")
+    html_root = build(run, [Path(b) for b in args.batch])
     print(f"book built in {time.monotonic() - t0:.1f} s: {html_root / 'index.html'}")
+    if getattr(args, "check", False):
+        from .book import check_built
+        problems = check_built(html_root)
+        print("\n".join(problems) if problems else "no broken link, missing image or raw traceback")
+        return 1 if problems else 0
+    return 0
+
+
+REFERENCE_SAMPLE = 3   # tasks per DSL in the committed reference run: one per difficulty level
+
+
+def cmd_reference(args) -> int:
+    from . import reference
+    if args.action == "check":
+        lines = reference.stale()
+        manifest = reference.read_manifest()
+        if not lines:
+            print(f"reference run up to date: {sum(manifest['tasks_per_dsl'].values())} tasks over "
+                  f"{len(manifest['tasks_per_dsl'])} DSLs, made at {manifest['code_revision'][:12]}")
+            return 0
+        print("reference run is stale (after a change to judging code only, `dslbench reference refresh` re-judges "
+              "its programs and keeps it if no verdict changed; otherwise `dslbench reference build`):\n  "
+              + "\n  ".join(lines))
+        return 1
+    if args.action == "refresh":
+        lines = reference.refresh(args.executor)
+        if lines:
+            print("still stale: rebuild with `dslbench reference build`:\n  " + "\n  ".join(lines))
+            return 1
+        print("reference run re-judged: no verdict changed; fingerprints updated in reference/manifest.json")
+        return 0
+    # build: the whole default pipeline on a stratified sample, then pack it into reference/
+    import os
+    import yaml
+    from .notebooks import run_pipeline
+    from .tasks import SAMPLE_ENV, SEED_ENV, load_tasks
+    extra = {}
+    for item in args.param:
+        name, _, value = item.partition("=")
+        extra[name] = yaml.safe_load(value)
+    os.environ[SAMPLE_ENV], os.environ[SEED_ENV] = str(args.sample), str(args.seed)
+    # fingerprints of the code and tasks the run is made with, taken before it starts: an edit made while
+    # it runs then shows as stale instead of being stamped as the code that judged it
+    made_with = reference.current_fingerprints({d: [t.id for t in ts] for d, ts in load_tasks().items()})
+    run_pipeline(args.run, executor=args.executor, extra=extra, sample=args.sample, seed=args.seed)
+    manifest = reference.pack(args.run, fingerprints=made_with)
+    print(f"reference/ written: {manifest['records']} from {args.run}; stage seconds {manifest['stage_seconds']}")
+    stale = reference.stale()
+    if stale:
+        print("changed while the run was made (dslbench reference refresh):\n  " + "\n  ".join(stale))
     return 0
 
 
@@ -403,7 +461,12 @@ def main(argv=None) -> int:
     p.add_argument("--model", action="append", default=[])
     p.add_argument("--limit", type=int, default=None)
     p.add_argument("--stage", action="append", default=[], help="only these stages, e.g. 02_generation")
+    p.add_argument("--sample", type=int, default=None, metavar="N",
+                   help="every stage uses a difficulty-stratified sample of N tasks per DSL (DSLBENCH_SAMPLE)")
+    p.add_argument("--seed", type=int, default=None, help="seed of --sample (DSLBENCH_SEED, default 0)")
     p.add_argument("--no-book", action="store_true", help="do not build the book at the end")
+    p.add_argument("--api-base", default=None, help="OpenAI-compatible server for raw model strings (stages 02 and 06)")
+    p.add_argument("--api-key-env", default=None, help="environment variable holding that server's API key")
     p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE",
                    help="extra notebook parameter (YAML value), e.g. max_tokens=256 or selfcheck=false")
     p.set_defaults(fn=cmd_pipeline)
@@ -411,7 +474,22 @@ def main(argv=None) -> int:
     p = sub.add_parser("book", help="build the Jupyter Book supplement from a run")
     p.add_argument("--run", default=str(runs_dir() / "default"))
     p.add_argument("--batch", action="append", default=[], help="batch output folder(s) to index")
+    p.add_argument("--reference", action="store_true",
+                   help="build from the committed reference run (reference/, unpacked into runs/reference)")
+    p.add_argument("--check", action="store_true",
+                   help="then fail (exit 1) on a broken internal link, a missing image or a raw traceback")
     p.set_defaults(fn=cmd_book)
+
+    p = sub.add_parser("reference", help="the committed reference run: check it against today's code, or rebuild it")
+    p.add_argument("action", choices=["check", "refresh", "build"],
+                   help="check: list tasks whose task file or judging code changed since it was made; refresh: "
+                        "re-judge those and keep the run if no verdict changed; build: rerun the pipeline and repack")
+    p.add_argument("--run", default=str(runs_dir() / "reference-build"), help="where build runs the pipeline")
+    p.add_argument("--sample", type=int, default=REFERENCE_SAMPLE, help="tasks per DSL (stratified by difficulty)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--executor", default=None)
+    p.add_argument("--param", action="append", default=[], metavar="NAME=VALUE", help="extra notebook parameter")
+    p.set_defaults(fn=cmd_reference)
 
     from .batch import __doc__ as grid_format
     p = sub.add_parser("batch", help="run a notebook over a parameter grid (YAML) with papermill",
@@ -421,7 +499,7 @@ def main(argv=None) -> int:
     p.set_defaults(fn=cmd_batch)
 
     args = parser.parse_args(argv)
-    if args.command in ("generate", "validate", "selfcheck", "pipeline"):
+    if args.command in ("generate", "validate", "selfcheck", "pipeline", "reference"):
         from .sandbox import sweep_leftovers
         sweep_leftovers()               # work folders a killed run left behind
         # SIGTERM (a scheduler, `kill`) ends the run like Ctrl-C: finished records kept, work folders removed

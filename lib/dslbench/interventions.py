@@ -157,8 +157,9 @@ def _seed_round0(store: RunStore, method: str, start: str, dsls, models) -> int:
 def run_refinement(run_dir, method: str, dsls, models, limit=None, samples: int = 1, rounds: int = 3,
                    retrievers: dict | None = None, top_k: int = 4, params: dict | None = None,
                    executor: str | None = None, workers: int | None = None, cache_dir=None,
-                   progress: bool = True) -> pd.DataFrame:
-    """Repair loop over up to `rounds` rounds; resumable (finished rounds are skipped)."""
+                   progress: bool = True, api_base: str | None = None, api_key_env: str | None = None) -> pd.DataFrame:
+    """Repair loop over up to `rounds` rounds; resumable (finished rounds are skipped). `api_base` /
+    `api_key_env` send a raw model string to that server (as `dslbench generate --api-base`)."""
     start = REFINEMENT_START[method]
     use_context = method in ("retrieval-refinement", "rag-refinement")
     mode = FEEDBACK_MODE.get(method, "diagnostics")
@@ -187,17 +188,20 @@ def run_refinement(run_dir, method: str, dsls, models, limit=None, samples: int 
                     "prompt_version": f"{REFINE_VERSION}-{mode}", "feedback_mode": mode, "round": r, "refines": start,
                     **extra}
         run_generation(run_dir, dsls, models, limit, samples, method=method, params=params, executor=executor,
-                       workers=workers, cache_dir=cache_dir, progress=progress, prompt_fn=prompt_fn)
+                       workers=workers, cache_dir=cache_dir, progress=progress, prompt_fn=prompt_fn,
+                       api_base=api_base, api_key_env=api_key_env)
         run_validation(run_dir, dsls, executor=executor, workers=workers, progress=progress)
     return store.verdict_table()
 
 
 def run_method(run_dir, method: str, dsls, models, limit=None, samples: int = 1, rounds: int = 3,
                retrievers: dict | None = None, top_k: int = 4, params: dict | None = None,
-               executor: str | None = None, workers: int | None = None, cache_dir=None, progress: bool = True) -> dict:
+               executor: str | None = None, workers: int | None = None, cache_dir=None, progress: bool = True,
+               api_base: str | None = None, api_key_env: str | None = None) -> dict:
     """Run one method (generation + validation) on the DSLs; returns wall time and item counts."""
     t0 = time.perf_counter()
-    common = dict(params=params, executor=executor, workers=workers, cache_dir=cache_dir, progress=progress)
+    common = dict(params=params, executor=executor, workers=workers, cache_dir=cache_dir, progress=progress,
+                  api_base=api_base, api_key_env=api_key_env)
     if method in ("baseline", "pe", "rag"):
         fn = None
         if method == "pe":

@@ -19,14 +19,26 @@ def stage_notebooks() -> list[Path]:
     return sorted(p for p in notebooks_dir().glob("[0-9][0-9]_*.ipynb"))
 
 
-def run_pipeline(run_dir, dsls=None, models=None, limit=None, executor=None, stages=None, extra=None) -> list[Path]:
+def run_pipeline(run_dir, dsls=None, models=None, limit=None, executor=None, stages=None, extra=None,
+                 sample: int | None = None, seed: int | None = None) -> list[Path]:
+    """Execute the stages in order. `sample`/`seed` set DSLBENCH_SAMPLE/DSLBENCH_SEED, which every stage
+    kernel inherits (tasks.load_tasks draws the same stratified sample in each); run.json records them."""
     import papermill as pm
     from .pipeline import PROGRESS_ENV
+    from .store import RunStore
+    from .tasks import SAMPLE_ENV, SEED_ENV, task_sample
     run_dir = Path(run_dir).resolve()
     out_dir = run_dir / "notebooks"
     out_dir.mkdir(parents=True, exist_ok=True)
+    if sample is not None:
+        os.environ[SAMPLE_ENV] = str(sample)
+    if seed is not None:
+        os.environ[SEED_ENV] = str(seed)
+    n, s = task_sample()                         # checked here, before any stage starts
     params = {"run_dir": str(run_dir), "dsls": list(dsls or []), "models": list(models or []),
               "limit": limit, "executor": executor, **(extra or {})}
+    RunStore(run_dir).log_invocation("pipeline", {**params, "stages": list(stages or []),
+                                                  "task_sample": n, "task_seed": s if n else None})
     done = []
     for nb in stage_notebooks():
         if stages and nb.stem not in stages:

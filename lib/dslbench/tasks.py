@@ -6,6 +6,8 @@ file, the line and the field.
 """
 from __future__ import annotations
 
+import os
+import random
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -257,15 +259,53 @@ def load_task_file(path: Path, check_oracle=None) -> Task:
     return parse_task(path, data, line_of, path.parent.name, check_oracle)
 
 
-def load_tasks(dsls: list[str] | None = None, root: Path | None = None, limit: int | None = None) -> dict[str, list[Task]]:
+SAMPLE_ENV, SEED_ENV = "DSLBENCH_SAMPLE", "DSLBENCH_SEED"
+
+
+def stratified_sample(items: list, n: int, seed: int, id_of: Callable, level_of: Callable) -> list:
+    """n items drawn reproducibly, stratified by difficulty (proportional, every level kept if it can be),
+    returned in id order. The one sampler of tasks: `dslbench import --sample` and DSLBENCH_SAMPLE."""
+    if n >= len(items):
+        return list(items)
+    rng = random.Random(seed)
+    by_level: dict[str, list] = {}
+    for t in sorted(items, key=id_of):
+        by_level.setdefault(level_of(t) or "", []).append(t)
+    # largest-remainder allocation of n over the levels
+    quota = {k: n * len(v) / len(items) for k, v in by_level.items()}
+    take = {k: int(q) for k, q in quota.items()}
+    for k in sorted(quota, key=lambda k: (quota[k] - take[k], k), reverse=True)[: n - sum(take.values())]:
+        take[k] += 1
+    picked = [t for k, v in sorted(by_level.items()) for t in rng.sample(v, take[k])]
+    return sorted(picked, key=id_of)
+
+
+def task_sample() -> tuple[int | None, int]:
+    """The per-DSL sample every stage uses (DSLBENCH_SAMPLE tasks per DSL, seed DSLBENCH_SEED), so that a
+    2-core run and a paper-scale run of the same tree draw the same tasks; (None, 0) means all tasks."""
+    raw, seed = os.environ.get(SAMPLE_ENV, "").strip(), os.environ.get(SEED_ENV, "0").strip() or "0"
+    try:
+        n, s = (int(raw) if raw else None), int(seed)
+    except ValueError:
+        raise UserError(f"environment {SAMPLE_ENV}={raw!r} / {SEED_ENV}={seed!r}: must be whole numbers") from None
+    if n is not None and n < 1:
+        raise UserError(f"environment {SAMPLE_ENV}: must be at least 1 task per DSL, got {n}")
+    return n, s
+
+
+def load_tasks(dsls: list[str] | None = None, root: Path | None = None, limit: int | None = None,
+               sampled: bool = True) -> dict[str, list[Task]]:
     """Load and check every task of the given DSLs (all discovered DSLs by default).
 
     Raises TaskError on the first malformed file; nothing is returned in that case.
-    `limit` keeps the first N tasks per DSL in id order (for quick runs).
+    With DSLBENCH_SAMPLE set (`--sample N --seed S`), each DSL keeps a difficulty-stratified sample of N
+    tasks (unless `sampled` is False: the DSL cards describe the whole set); `limit` then keeps the first
+    N tasks per DSL in id order (for quick runs).
     """
     # 0 must not mean "no limit" (a falsy check did that), nor a negative one "all but the last N"
     if limit is not None and limit < 1:
         raise UserError(f"option --limit: must be at least 1 (omit it for all tasks), got {limit}")
+    sample, seed = task_sample() if sampled else (None, 0)
     from .toolchains import discover  # local import: toolchains imports tasks for typing only
     root = Path(root) if root else tasks_dir()
     toolchains = discover()
@@ -285,5 +325,7 @@ def load_tasks(dsls: list[str] | None = None, root: Path | None = None, limit: i
                 raise TaskError(path, 1, "id", f"duplicate task id, also in {ids[task.id]}")
             ids[task.id] = str(path)
             tasks.append(task)
+        if sample is not None:
+            tasks = stratified_sample(tasks, sample, seed, lambda t: t.id, lambda t: t.difficulty)
         out[dsl] = tasks if limit is None else tasks[:limit]
     return out

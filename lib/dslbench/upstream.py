@@ -13,7 +13,6 @@ An importer raises `NotThisBenchmark` when the source is not the benchmark's pub
 from __future__ import annotations
 
 import json
-import random
 import subprocess
 import shutil
 import tempfile
@@ -26,7 +25,7 @@ import yaml
 
 from . import toolchains
 from .errors import UserError
-from .tasks import TaskError, load_task_file
+from .tasks import TaskError, load_task_file, stratified_sample
 
 
 class NotThisBenchmark(UserError):
@@ -136,20 +135,8 @@ def write_tasks(dsl: str, tasks: list[dict], out_dir: Path, skipped: list[Skip] 
 
 
 def sample_tasks(tasks: list[dict], n: int, seed: int = 0) -> list[dict]:
-    """n tasks drawn reproducibly, stratified by difficulty (proportional, every level kept if it can be)."""
-    if n >= len(tasks):
-        return list(tasks)
-    rng = random.Random(seed)
-    by_level: dict[str, list[dict]] = {}
-    for t in sorted(tasks, key=lambda t: t["id"]):
-        by_level.setdefault(t.get("difficulty", ""), []).append(t)
-    # largest-remainder allocation of n over the levels
-    quota = {k: n * len(v) / len(tasks) for k, v in by_level.items()}
-    take = {k: int(q) for k, q in quota.items()}
-    for k in sorted(quota, key=lambda k: (quota[k] - take[k], k), reverse=True)[: n - sum(take.values())]:
-        take[k] += 1
-    picked = [t for k, v in sorted(by_level.items()) for t in rng.sample(v, take[k])]
-    return sorted(picked, key=lambda t: t["id"])
+    """n task dicts drawn reproducibly, stratified by difficulty (tasks.stratified_sample)."""
+    return stratified_sample(tasks, n, seed, lambda t: t["id"], lambda t: t.get("difficulty", ""))
 
 
 def _legacy(tc, made) -> Imported:
