@@ -39,6 +39,8 @@ def test_published_book_has_no_broken_link_missing_image_or_traceback(built):
     assert "committed reference run" in results and "stratified sample" in results
     for dsl in manifest["tasks_per_dsl"]:                     # every DSL's card and outcomes, one click away
         assert (root / f"generated/dsls/{dsl}.html").exists() and f"outcomes/{dsl}.html" in results, dsl
+    index = (root / "index.html").read_text()                 # every task's log two clicks from the front page
+    assert 'href="tasks/search.html"' in index and 'href="tasks/index.html"' in index
     for nb in sorted((run / "notebooks").glob("0*.ipynb")):   # every stage's chapter
         assert (root / f"generated/stages/{nb.stem}.html").exists(), nb.stem
 
@@ -142,7 +144,9 @@ def test_browser_renders_pages_offline(built):
     table = RunStore(run).verdict_table()
     r = table.iloc[0]
     pages = {"index": "index.html", "stage": "generated/stages/03_validation.html",
-             "results": "generated/results.html",
+             "results": "generated/results.html", "anova": "generated/stages/04_anova_mixed_model.html",
+             "interventions": "generated/stages/06_interventions.html", "card": "generated/dsls/verilog.html",
+             "outcomes": "generated/outcomes/verilog.html", "search": "tasks/search.html",
              "task": book.task_page_path(r["dsl"], r["task_id"], r["model"], r["method"], r["sample"])}
     shots = root.parents[1] / "screenshots"
     shots.mkdir(exist_ok=True)
@@ -169,6 +173,8 @@ def test_browser_renders_pages_offline(built):
     for name in pages:
         png = shots / f"{name}.png"
         assert png.exists() and png.stat().st_size > 10_000, f"screenshot {name} missing or blank"
+        for error_text in ("Traceback (most recent call last)", "Error rendering", "Page not found", "404 Not Found"):
+            assert error_text not in doms[name], f"{name}: {error_text}"
     assert "<table" in doms["results"] and "mjx-container" in doms["results"], "maths must be typeset by MathJax"
     images = re.findall(r'<img[^>]+src="([^"]+\.png)"', doms["stage"])
     assert images, "the stage chapter must show its figure"

@@ -95,7 +95,7 @@ def test_dask_executor_gives_the_same_verdicts_as_the_process_pool():
 def test_pipeline_command_executes_the_stage_notebooks(tmp_path, monkeypatch):
     """Every stage on one sampled jq task (--sample reaches every stage kernel), then the book of the run."""
     run = tmp_path / "nbrun"
-    r = run_cli("pipeline", "--run", str(run), "--dsl", "jq", "--sample", "1", "--seed", "3", "--param", "max_tokens=48", "--param", "simulate_check=false", "--param", "lora_steps=2", "--param", "selfcheck=false",
+    r = run_cli("pipeline", "--run", str(run), "--dsl", "jq", "--sample", "1", "--seed", "3", "--limit", "1", "--param", "max_tokens=48", "--param", "simulate_check=false", "--param", "lora_steps=2", "--param", "selfcheck=false",
                 env={"DSLBENCH_CACHE": str(tmp_path / "cache")})
     assert r.returncode == 0, r.stderr[-3000:]
     for name in ("02_generation.ipynb", "03_validation.ipynb"):

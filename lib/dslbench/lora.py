@@ -180,7 +180,7 @@ def run_lora(run_dir, settings: LoraSettings, limit: int | None = None, max_new_
     """Train (or reload) the adapter and generate base and adapted replies for the held-out tasks into
     the run folder `run_dir` (its own folder: these are not the study's baseline records). Resumable:
     replies already stored are kept; the adapter is saved under adapters/<settings hash>."""
-    tasks = load_tasks([settings.dsl])[settings.dsl]
+    tasks = load_tasks([settings.dsl], sampled=False)[settings.dsl]   # a per-DSL sample leaves nothing to hold out
     train_tasks, test_tasks, how = split_tasks(tasks, settings.held_out, settings.seed)
     test_tasks = test_tasks[:limit] if limit else test_tasks
     tc = toolchains.get(settings.dsl)
