@@ -65,3 +65,24 @@ def test_dockerignore_keeps_out_everything_gitignore_does():
         anywhere = "/" not in pattern      # git: a name without a slash matches at every depth
         wanted = f"**/{pattern}" if anywhere else pattern
         assert wanted in docker, f".gitignore has {line!r}; .dockerignore needs {wanted!r}"
+
+
+def _debian_release() -> str:
+    try:
+        fields = dict(line.split("=", 1) for line in Path("/etc/os-release").read_text().splitlines() if "=" in line)
+    except OSError:
+        return ""
+    return fields.get("ID", "") + fields.get("VERSION_ID", "").strip('"')
+
+
+def test_apt_names_exist_in_the_docker_base_package_index():
+    """The Docker image is Debian 12 (python:3.11-slim-bookworm), like this machine: every Debian name that
+    install.sh installs there must be in this package index. (Binder's Ubuntu index is not reachable from
+    here; binder/apt.txt leaves out the names Ubuntu is known to lack, see dslbench.manifest.)"""
+    import pytest
+    if _debian_release() != "debian12":
+        pytest.skip(f"not a Debian 12 host ({_debian_release() or 'unknown'}): the Docker base's index is not this one")
+    assert "bookworm" in (ROOT / "Dockerfile").read_text()
+    missing = [p for p in manifest.apt_packages()
+               if subprocess.run(["apt-cache", "show", p], capture_output=True).returncode != 0]
+    assert not missing, f"not in Debian 12's package index: {missing}"

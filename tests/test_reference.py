@@ -50,6 +50,25 @@ def test_staleness_names_the_changed_task_and_dsl(tmp_path):
     assert len(lines) == 2
 
 
+def test_todays_judges_reproduce_the_reference_verdicts():
+    """A sample of DSLs in CI (all of them: `dslbench reference refresh` after a change to judging code)."""
+    n, changed = reference.rejudge(["jq", "smiles", "verilog"])
+    assert n >= 6 and not changed, changed
+
+
+def test_refresh_keeps_the_run_when_no_verdict_changed(tmp_path):
+    ref = tmp_path / "reference"
+    shutil.copytree(reference.reference_dir(), ref)
+    manifest = json.loads((ref / "manifest.json").read_text())
+    manifest["fingerprints"]["judges"]["jq"] = "0" * 16          # as after an edit of toolchains/jq/
+    (ref / "manifest.json").write_text(json.dumps(manifest))
+    assert any(line.startswith("jq: judging code changed") for line in reference.stale(ref))
+    assert reference.refresh(ref) == []
+    after = json.loads((ref / "manifest.json").read_text())
+    assert after["fingerprints"]["judges"]["jq"] == reference.judge_fingerprint("jq")
+    assert after["rejudged"][-1]["dsls"] == ["jq"] and after["rejudged"][-1]["changed"] == 0
+
+
 def test_reference_check_command():
     r = run_cli("reference", "check", timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -264,14 +264,16 @@ def cmd_serve(args) -> int:
     os.execv(sys.executable, command)
 
 
+def _notebook_params(items: list[str]) -> dict:
+    """--param NAME=VALUE options as notebook parameters (each value read as YAML)."""
+    import yaml
+    return {name: yaml.safe_load(value) for name, _, value in (item.partition("=") for item in items)}
+
+
 def cmd_pipeline(args) -> int:
     from .notebooks import run_pipeline
-    import yaml
     _check_options(args)
-    extra = {}
-    for item in args.param:
-        name, _, value = item.partition("=")
-        extra[name] = yaml.safe_load(value)
+    extra = _notebook_params(args.param)
     extra.update({k: v for k, v in (("api_base", args.api_base), ("api_key_env", args.api_key_env)) if v})
     executed = run_pipeline(args.run, dsls=args.dsl, models=args.model, limit=args.limit,
                             executor=args.executor, stages=args.stage, extra=extra,
@@ -321,7 +323,7 @@ def cmd_reference(args) -> int:
               + "\n  ".join(lines))
         return 1
     if args.action == "refresh":
-        lines = reference.refresh(args.executor)
+        lines = reference.refresh(executor=args.executor)
         if lines:
             print("still stale: rebuild with `dslbench reference build`:\n  " + "\n  ".join(lines))
             return 1
@@ -329,13 +331,9 @@ def cmd_reference(args) -> int:
         return 0
     # build: the whole default pipeline on a stratified sample, then pack it into reference/
     import os
-    import yaml
     from .notebooks import run_pipeline
     from .tasks import SAMPLE_ENV, SEED_ENV, load_tasks
-    extra = {}
-    for item in args.param:
-        name, _, value = item.partition("=")
-        extra[name] = yaml.safe_load(value)
+    extra = _notebook_params(args.param)
     os.environ[SAMPLE_ENV], os.environ[SEED_ENV] = str(args.sample), str(args.seed)
     # fingerprints of the code and tasks the run is made with, taken before it starts: an edit made while
     # it runs then shows as stale instead of being stamped as the code that judged it

@@ -18,6 +18,7 @@ import gzip
 import hashlib
 import json
 import shutil
+import subprocess
 from pathlib import Path
 
 from .paths import repo_root, runs_dir, tasks_dir
@@ -41,14 +42,30 @@ def _hash_files(paths) -> str:
     return h.hexdigest()[:16]
 
 
+def _source_files(*rels: str) -> list[Path]:
+    """The files under these repository paths that belong to the project: git's tracked files in a
+    checkout (so installed packages, caches and a validator's scratch files never count), else a walk
+    that leaves out the folders install.sh and the toolchains fill."""
+    root = repo_root()
+    try:
+        out = subprocess.run(["git", "ls-files", "-z", "--", *rels], cwd=root, capture_output=True,
+                             timeout=30, check=True).stdout.decode()
+        return [root / f for f in out.split("\0") if f and (root / f).is_file()]
+    except (OSError, subprocess.SubprocessError):
+        pass
+    files = []
+    for rel in rels:
+        base = root / rel
+        for p in ([base] if base.is_file() else base.rglob("*") if base.is_dir() else []):
+            if p.is_file() and not SKIP_PARTS.intersection(p.relative_to(root).parts) and p.suffix != ".pyc":
+                files.append(p)
+    return files
+
+
 def judge_fingerprint(dsl: str) -> str:
     """Hash of what decides a DSL's prompts and verdicts: its toolchain folder (card, validator, runners)
-    and its prompt-engineering file; installed packages and caches in the folder are not code."""
-    root = repo_root()
-    files = [p for p in (root / "toolchains" / dsl).rglob("*")
-             if p.is_file() and not SKIP_PARTS.intersection(p.parts) and p.suffix != ".pyc"]
-    prompt = root / "data" / "prompts" / f"{dsl}.yaml"
-    return _hash_files(files + ([prompt] if prompt.exists() else []))
+    and its prompt-engineering file."""
+    return _hash_files(_source_files(f"toolchains/{dsl}", f"data/prompts/{dsl}.yaml"))
 
 
 def task_fingerprint(path: Path) -> str:
@@ -204,14 +221,15 @@ def stale(ref: Path | None = None) -> list[str]:
 
 
 
-def rejudge(dsls: list[str], executor: str | None = None, progress: bool = True) -> tuple[int, dict[str, list[str]]]:
+def rejudge(dsls: list[str], ref: Path | None = None, executor: str | None = None,
+            progress: bool = True) -> tuple[int, dict[str, list[str]]]:
     """Judge the reference run's programs of these DSLs again with today's code; returns the number of
     records judged and, per DSL, one line per record whose status or reason changed at either level."""
     from . import judge
     from .pipeline import fan_out
     from .store import RunStore
     from .tasks import load_tasks
-    store = RunStore(unpack())
+    store = RunStore(unpack(None if ref is None else Path(ref).parent / f"{Path(ref).name}-run", ref))
     table = store.verdict_table()
     table = table[table["dsl"].isin(dsls) & (table["generation_status"] == "ok")]
     gens = {g["_key"]: g for g in store.records("generations", keys=list(table["_key"]))}
@@ -232,19 +250,19 @@ def rejudge(dsls: list[str], executor: str | None = None, progress: bool = True)
     return len(jobs), changed
 
 
-def refresh(executor: str | None = None) -> list[str]:
+def refresh(ref: Path | None = None, executor: str | None = None) -> list[str]:
     """After a change to judging code: re-judge the reference's records of every DSL whose judge fingerprint
     changed; where no verdict changed, record today's fingerprint (the run stays valid, no model call).
     Returns what is still stale (changed verdicts, changed task files, a new prompt version): those need
     `dslbench reference build`."""
     from .revision import code_revision
-    ref = reference_dir()
+    ref = Path(ref or reference_dir())
     manifest = read_manifest(ref)
     made = manifest["fingerprints"]
     changed_dsls = [d for d, fp in made["judges"].items() if judge_fingerprint(d) != fp]
     left = []
     if changed_dsls:
-        n, changed = rejudge(changed_dsls, executor)
+        n, changed = rejudge(changed_dsls, ref, executor)
         for dsl in changed_dsls:
             if dsl not in changed:
                 made["judges"][dsl] = judge_fingerprint(dsl)
