@@ -13,7 +13,7 @@ from dslbench.store import RunStore
 
 def test_reference_run_is_committed_and_current():
     manifest = reference.read_manifest()
-    assert manifest["task_sample"] and len(manifest["tasks_per_dsl"]) == len(list((repo_root() / "toolchains").glob("*/card.yaml")))
+    assert manifest["task_sample"] and len(manifest["tasks_per_dsl"]) == len(list((repo_root() / "toolchains").glob("*/toolchain.yaml")))
     assert set(manifest["stage_seconds"]) >= {"02_generation", "03_validation", "06_interventions"}
     assert all("version" in t for t in manifest["toolchains"].values())
     stale = reference.stale()
