@@ -24,7 +24,8 @@ from pathlib import Path
 from .paths import repo_root, runs_dir, tasks_dir
 
 LEFT_OUT_DIRS = {"tables", "__pycache__", ".ipynb_checkpoints"}
-LEFT_OUT_SUFFIXES = {".lock", ".safetensors", ".bin", ".pt", ".gguf", ".parquet"}
+LEFT_OUT_NAMES = {".lock", ".reference-manifest.json"}
+LEFT_OUT_SUFFIXES = {".safetensors", ".bin", ".pt", ".gguf", ".parquet"}
 LOG_CAP = 4000          # characters kept of a log field in the packed records
 SKIP_PARTS = {"node_modules", ".venv", "__pycache__", ".dfa-cache", ".cache", ".pytest_cache"}
 
@@ -141,6 +142,7 @@ def pack(run_dir: Path | str, out: Path | None = None, fingerprints: dict | None
     for p in sorted(run_dir.rglob("*")):
         rel = p.relative_to(run_dir)
         if (not p.is_file() or LEFT_OUT_DIRS.intersection(rel.parts) or p.suffix in LEFT_OUT_SUFFIXES
+                or p.name in LEFT_OUT_NAMES
                 or p.name.endswith(".jsonl") and p.stem in KINDS):
             continue
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
