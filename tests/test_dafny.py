@@ -239,11 +239,9 @@ def test_imported_gold_passes_and_runtime_checks_fail_a_weak_candidate(tc, avail
 
 def test_gold_check_skips_timeouts_and_keeps_killed_mutants(tc, available):
     from dslbench.upstream import Imported, Skip
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("mbpp_dfy_t", Path(tc.folder) / "mbpp_dfy.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    v = __import__(type(tc).__module__)
+    import importlib
+    module = importlib.import_module("dslbench.plugins.dafny.mbpp_dfy")
+    v = importlib.import_module(type(tc).__module__)
     task = next(t for t in _import(tc).tasks if t["id"] == "dafny-mbpp-902")
     made = Imported([task], [])
     # a gold that does not finish within the wall-clock limit is skipped, the run killed

@@ -20,11 +20,8 @@ available = skip_without_toolchain("smiles")   # the importer itself reads the S
 
 
 def importer():
-    tc = toolchains.get("smiles")
-    spec = importlib.util.spec_from_file_location("chebi20_under_test", tc.folder / "chebi20.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    toolchains.get("smiles")
+    return importlib.import_module("dslbench.plugins.smiles.chebi20")
 
 
 @pytest.fixture(scope="module")

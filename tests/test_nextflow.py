@@ -20,14 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures" / "nextflow"
 
 
-def _nf_struct():
-    spec = importlib.util.spec_from_file_location("nf_struct_test", ROOT / "toolchains" / "nextflow" / "nf_struct.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-nf = _nf_struct()
+nf = importlib.import_module("dslbench.plugins.nextflow.nf_struct")
 
 
 @pytest.fixture(scope="module")

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import abc
 import functools
+import hashlib
+import importlib
 import importlib.metadata
 import importlib.util
 import json
@@ -18,6 +20,7 @@ import os
 import shutil
 import stat
 import sys
+import types
 from collections.abc import Mapping
 from dataclasses import dataclass, asdict
 from pathlib import Path
@@ -218,13 +221,23 @@ class Registry(Mapping):
         return len(self.folders)
 
 
+def _package_for(base: Path) -> str:
+    """The package whose submodules are the DSL folders under `base`: dslbench.plugins for the
+    repository's toolchains/, a package made here for another folder (a test's copy, a profile)."""
+    from . import plugins
+    if Path(plugins.__path__[0]).resolve() == base.resolve():
+        return plugins.__name__
+    name = "dslbench_plugins_" + hashlib.sha1(str(base.resolve()).encode()).hexdigest()[:12]
+    if name not in sys.modules:
+        package = types.ModuleType(name)
+        package.__path__ = [str(base)]
+        sys.modules[name] = package
+    return name
+
+
 def _load(folder: Path) -> Toolchain:
     card = yaml.safe_load((folder / "toolchain.yaml").read_text(encoding="utf-8")) or {}
-    module_name = f"dslbench_toolchain_{folder.name.replace('-', '_')}"
-    spec = importlib.util.spec_from_file_location(module_name, folder / "validator.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[module_name] = module
-    spec.loader.exec_module(module)
+    module = importlib.import_module(f"{_package_for(folder.parent)}.{folder.name}.validator")
     return module.Validator(folder, card)
 
 

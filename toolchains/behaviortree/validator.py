@@ -80,13 +80,8 @@ def parse_palette(text: str) -> dict:
 
 def _btgenbot():
     """The BTGenBot importer (btgenbot.py beside this file)."""
-    name = "dslbench_toolchain_behaviortree_btgenbot"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name("btgenbot.py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
+    from . import btgenbot
+    return btgenbot
 
 
 def _btcpp_version() -> str:

@@ -417,11 +417,8 @@ class Validator(Toolchain):
         """MBPP-DFY as published (a clone of Mondego/dafny-synthesis or its MBPP-DFY-153 folder):
         see mbpp_dfy.py. With verify_gold (or DSLBENCH_DAFNY_VERIFY_GOLD=1), each gold is first
         verified with its harness under a wall-clock limit and skipped as gold_timeout / gold_fails."""
-        import importlib.util
         from dslbench.upstream import NotThisBenchmark, Skip, convert_each
-        spec = importlib.util.spec_from_file_location("dslbench_dafny_mbpp_dfy", self.folder / "mbpp_dfy.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
+        from . import mbpp_dfy as module
         import sys
         vmod = sys.modules[type(self).__module__]
         folder, json_path = module.find_root(Path(source))

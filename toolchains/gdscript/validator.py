@@ -594,10 +594,7 @@ class Validator(Toolchain):
 
     # --- upstream -------------------------------------------------------------------------------
     def import_upstream(self, source: Path):
-        from importlib import util
         from dslbench.upstream import convert_each
-        spec = util.spec_from_file_location("dslbench_gdscript_upstream", HERE / "upstream_gd.py")
-        mod = util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
+        from . import upstream_gd as mod
         records = mod.load_learn_gdscript(Path(source))
         return convert_each(records, mod.convert_practice, progress=True, total=len(records))

@@ -13,7 +13,6 @@ Oracle:
                          the upstream statement with a `sorry` placeholder (no proof to self-check)
 """
 import functools
-import importlib.util
 import os
 import re
 import shutil
@@ -23,17 +22,8 @@ from pathlib import Path
 from dslbench.toolchains import Probe, Toolchain
 from dslbench.upstream import Imported, NotThisBenchmark, Skip, convert_each
 
-HERE = Path(__file__).parent
+from . import leancheck as lc
 
-
-def _load_leancheck():
-    spec = importlib.util.spec_from_file_location("dslbench_lean_leancheck", HERE / "leancheck.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-lc = _load_leancheck()
 NAME_RE = re.compile(r"[A-Za-z_][\w']*(\.[A-Za-z_][\w']*)*")
 
 

