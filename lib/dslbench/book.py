@@ -140,15 +140,17 @@ def run_scope_md(run_dir: Path) -> list[str]:
                   "since it was made (`dslbench reference check`). The toolchain versions that judged it are on each "
                   "DSL's card and in `reference/manifest.json`.", "```", ""]
     base = {"run_dir", "dsls", "models", "limit", "executor", "stages", "task_sample", "task_seed"}
-    changed = [(c["params"].get("stages") or ["all stages"], {k: v for k, v in c["params"].items() if k not in base})
+    changed = [(c["params"].get("stages") or ["all stages"],
+                {k: v for k, v in c["params"].items() if k not in base or (k == "limit" and v is not None)})
                for c in pipeline]
     changed = [(stages, extra) for stages, extra in changed if extra]
     if changed:
         lines += ["```{admonition} Parameters that differ from the notebooks' defaults", ":class: warning",
                   " ".join(f"{', '.join(stages)}: " + ", ".join(f"`{k}={v}`" for k, v in extra.items()) + "."
                            for stages, extra in changed)
-                  + " Results from these stages differ from a run with the defaults (e.g. `rounds` sets how many "
-                  "repair rounds each refinement loop gets; the paper's protocol is 3).", "```", ""]
+                  + " Results of these stages differ from a run with the defaults (`feedback_modes=[]`: no "
+                  "refinement loop ran; `limit`, `max_tokens`, `lora_steps`: fewer held-out tasks, shorter replies, "
+                  "fewer training steps). The invocations are in `run.json`.", "```", ""]
     if sample:
         lines += ["```{admonition} A stratified sample, not the whole task set", ":class: warning",
                   f"This run covers {sample} task(s) per DSL, drawn reproducibly and stratified by difficulty "
