@@ -224,7 +224,8 @@ def _validate_into(store: RunStore, dsls, executor, workers, progress) -> pd.Dat
     gens = store.table("generations", ["_key", "dsl", "task_id", "generation_status"])
     if dsls:
         gens = gens[gens["dsl"].isin(dsls)]
-    tasks = load_tasks(sorted(set(gens["dsl"]))) if len(gens) else {}
+    # every generation of the run is judged, whatever task sample made it (stage 07 uses the whole set)
+    tasks = load_tasks(sorted(set(gens["dsl"])), sampled=False) if len(gens) else {}
     by_id = {t.id: t for ts in tasks.values() for t in ts}
     missing = sorted(set(gens["task_id"]) - set(by_id)) if len(gens) else []
     if missing:
