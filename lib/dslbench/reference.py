@@ -111,12 +111,20 @@ def _invocations(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
 
 
+def _doctor_rows() -> list[dict]:
+    """`dslbench doctor --json` in a process of its own: the probes load every toolchain binding, which
+    crashed (a native abort) in a process that had already read the run's tables."""
+    import sys
+    out = subprocess.run([str(Path(sys.executable).with_name("dslbench")), "doctor", "--json"], capture_output=True,
+                         text=True, timeout=600, check=True).stdout
+    return json.loads(out)["toolchains"]
+
+
 def pack(run_dir: Path | str, out: Path | None = None, fingerprints: dict | None = None) -> dict:
     """Write the reference folder from a finished run; returns the manifest. `fingerprints`: those of the
     code and tasks the run was made with (taken when it started); default: today's."""
     from .revision import code_revision
     from .store import KINDS, RunStore
-    from .toolchains import availability
     run_dir, out = Path(run_dir).resolve(), Path(out or reference_dir())
     table = RunStore(run_dir).verdict_table()
     if table.empty:
@@ -159,7 +167,7 @@ def pack(run_dir: Path | str, out: Path | None = None, fingerprints: dict | None
         "code_revision": code_revision(),
         "record_revisions": sorted(set(table["revision"].dropna().astype(str))) if "revision" in table else [],
         "toolchains": {r["dsl"]: {"available": r["available"], "toolchain": r["toolchain"], "version": r["version"],
-                                  "reason": r["reason"]} for r in availability()},
+                                  "reason": r["reason"]} for r in _doctor_rows()},
         "stage_seconds": _stage_timings(run_dir),
         "records": counts,
         "tasks_per_dsl": {d: len(v) for d, v in ids.items()},
