@@ -240,7 +240,7 @@ def rejudge(dsls: list[str], ref: Path | None = None, executor: str | None = Non
     from .store import RunStore
     from .tasks import load_tasks
     store = RunStore(unpack(None if ref is None else Path(ref).parent / f"{Path(ref).name}-run", ref))
-    table = store.verdict_table()
+    table = store.table("verdicts")          # the tidy verdicts with their record keys
     table = table[table["dsl"].isin(dsls) & (table["generation_status"] == "ok")]
     gens = {g["_key"]: g for g in store.records("generations", keys=list(table["_key"]))}
     tasks = {t.id: t for ts in load_tasks(dsls).values() for t in ts}
@@ -266,8 +266,8 @@ def refresh(ref: Path | None = None, executor: str | None = None) -> list[str]:
     Returns what is still stale (changed verdicts, changed task files, a new prompt version): those need
     `dslbench reference build`."""
     from .revision import code_revision
-    ref = Path(ref or reference_dir())
-    manifest = read_manifest(ref)
+    folder = Path(ref or reference_dir())
+    manifest = read_manifest(folder)
     made = manifest["fingerprints"]
     changed_dsls = [d for d, fp in made["judges"].items() if judge_fingerprint(d) != fp]
     left = []
@@ -279,5 +279,5 @@ def refresh(ref: Path | None = None, executor: str | None = None) -> list[str]:
             left += [f"{dsl}: verdict changed: {line}" for line in changed.get(dsl, [])]
         manifest.setdefault("rejudged", []).append({"dsls": changed_dsls, "records": n, "revision": code_revision(),
                                                    "changed": sum(map(len, changed.values()))})
-        (ref / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True, default=str) + "\n")
-    return left + stale(ref)
+        (folder / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True, default=str) + "\n")
+    return left + stale(folder)
