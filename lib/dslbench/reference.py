@@ -237,12 +237,12 @@ def rejudge(dsls: list[str], ref: Path | None = None, executor: str | None = Non
     records judged and, per DSL, one line per record whose status or reason changed at either level."""
     from . import judge
     from .pipeline import fan_out
-    from .store import RunStore
+    from .store import RunStore, record_key
     from .tasks import load_tasks
     store = RunStore(unpack(None if ref is None else Path(ref).parent / f"{Path(ref).name}-run", ref))
     table = store.table("verdicts")          # the tidy verdicts with their record keys
     table = table[table["dsl"].isin(dsls) & (table["generation_status"] == "ok")]
-    gens = {g["_key"]: g for g in store.records("generations", keys=list(table["_key"]))}
+    gens = {record_key(g): g for g in store.records("generations", keys=list(table["_key"]))}
     tasks = {t.id: t for ts in load_tasks(dsls).values() for t in ts}
     was = {k: (s1, r1, s2, r2) for k, s1, r1, s2, r2 in zip(table["_key"], table["syntax_status"], table["syntax_reason"],
                                                             table["semantic_status"], table["semantic_reason"])}
