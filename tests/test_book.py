@@ -155,6 +155,8 @@ def test_browser_renders_pages_offline(built):
     def chromium(name, *args):
         return subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                               # the browser's own form-autofill lookups (the log browser has a search box)
+                               "--disable-features=AutofillServerCommunication",
                                f"--user-data-dir={shots / ('profile-' + name)}", "--virtual-time-budget=8000",
                                f"--proxy-server=http://127.0.0.1:{port}", "--window-size=1280,1400", *args],
                               capture_output=True, text=True, timeout=120)
