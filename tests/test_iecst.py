@@ -235,19 +235,19 @@ def test_task_set_covers_difficulties_and_modes():
 # --- Agents4PLC loader ----------------------------------------------------------------------------------
 
 def test_agents4plc_loader_maps_fields_and_writes_strictly(tmp_path):
-    tasks = TC.import_upstream(FIXTURES / "agents4plc.jsonl")
+    made = TC.import_upstream(FIXTURES / "agents4plc.jsonl")
+    tasks = made.tasks
     assert [t["id"] for t in tasks] == ["iecst-a4plc-e1", "iecst-a4plc-e2"]
-    assert TC.skipped == ["agents4plc.jsonl:3 (M7): no reference ST code: the formal properties alone give "
-                          "no executable oracle"]
+    assert [(s.record, s.reason) for s in made.skipped] == [("agents4plc.jsonl:M7", "no_reference_code")]
     fan, higher = tasks
     assert fan["provenance"] == {"source": "upstream", "benchmark": "Agents4PLC", "upstream_id": "E1",
-                                 "licence": "see the Agents4PLC repository"}
+                                 "licence": "Apache-2.0"}
     assert fan["oracle"]["pou"] == "FUNCTION_BLOCK" and fan["oracle"]["name"] == "FB_CabinetFan"
     assert fan["oracle"]["inputs"] == {"Temp": "REAL", "Limit": "REAL"} and fan["oracle"]["outputs"] == {"FanOn": "BOOL"}
     assert fan["oracle"]["expected_from"] == "gold" and fan["difficulty"] == "easy" and fan["mutants"] == []
     assert "When Temp is above Limit, FanOn must be TRUE." in fan["instruction"]
     assert higher["oracle"]["returns"] == "INT" and higher["oracle"]["inputs"] == {"LevelA": "INT", "LevelB": "INT"}
-    again = TC.import_upstream(FIXTURES / "agents4plc.jsonl")
+    again = TC.import_upstream(FIXTURES / "agents4plc.jsonl").tasks
     assert again == tasks                                                    # seeded, reproducible inputs
     written = upstream.write_tasks("iecst", tasks, tmp_path)
     assert [p.name for p in written] == ["iecst-a4plc-e1.yaml", "iecst-a4plc-e2.yaml"]
@@ -255,13 +255,14 @@ def test_agents4plc_loader_maps_fields_and_writes_strictly(tmp_path):
     assert loaded.provenance["upstream_id"] == "E2"
 
 
-def test_agents4plc_malformed_record_names_the_record():
-    with pytest.raises(ValueError, match=r"agents4plc_malformed.jsonl:2: record 'M9': field 'instruction'"):
-        TC.import_upstream(FIXTURES / "agents4plc_malformed.jsonl")
+def test_agents4plc_malformed_record_is_skipped_with_its_name():
+    made = TC.import_upstream(FIXTURES / "agents4plc_malformed.jsonl")
+    assert [(s.record, s.reason) for s in made.skipped] == [("agents4plc_malformed.jsonl:M9", "malformed_record")]
+    assert "record 'M9': field 'instruction'" in made.skipped[0].detail
 
 
 def test_imported_task_is_judged_against_its_reference(available, tmp_path):
-    tasks = TC.import_upstream(FIXTURES / "agents4plc.jsonl")
+    tasks = TC.import_upstream(FIXTURES / "agents4plc.jsonl").tasks
     path = upstream.write_tasks("iecst", tasks[:1], tmp_path)[0]
     task = load_task_file(path, TC.check_oracle)
     syn, sem = run(task, task.gold)

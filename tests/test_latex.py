@@ -177,30 +177,31 @@ def test_texpert_loader_maps_fields(tc, tmp_path):
         "Simple": [HEADER, [1, "Write two sections.", DOC_A, "Formatting, Lists"],
                    [2, "Only a fragment.", "\\textbf{x}", "Formatting"]],
         "Hard": [HEADER, ["H7", "A report with a table.", DOC_B, "Tables"]]})
-    got = tc.import_upstream(xlsx)
+    made = tc.import_upstream(xlsx)
+    got = made.tasks
     assert [t["id"] for t in got] == ["latex-texpert-simple-1", "latex-texpert-hard-h7"]
     a, b = got
     assert a["difficulty"] == "easy" and b["difficulty"] == "hard"
-    assert a["constructs"] == ["Formatting", "Lists"] and a["instruction"] == "Write two sections.\n"
+    assert a["constructs"] == ["sectioning", "itemize"] and a["instruction"] == "Write two sections.\n"
     assert a["provenance"] == {"source": "upstream", "benchmark": "TeXpert", "upstream_id": "Simple/1",
-                               "licence": "see the TeXpert release"}
+                               "licence": "see the TeXpert repository (no licence file)"}
     assert a["oracle"] == {"class": "article",
                            "sections": [{"level": "section", "title": "Scope"},
                                         {"level": "section", "title": "Terms & Conditions"}],
                            "environments": {"itemize": {"min": 1}}}
     assert b["oracle"]["class"] == "report"
     assert b["oracle"]["captions"] == [{"type": "table", "text": "Costs per unit"}]
-    assert tc.skipped == [("Simple/2", "not a complete document (no \\documentclass or \\begin{document}): "
-                                       "no oracle can be derived")]
+    assert [(s.record, s.reason) for s in made.skipped] == [("Simple/2", "not_a_document")]
     written = write_tasks("latex", got, tmp_path / "out")
     assert [p.name for p in written] == ["latex-texpert-hard-h7.yaml", "latex-texpert-simple-1.yaml"]
     loaded = load_task_file(written[1], tc.check_oracle)
-    assert loaded.mutants == () and loaded.gold == DOC_A
+    assert loaded.gold == DOC_A
+    assert [m.note for m in loaded.mutants] == ["the first \\section taken out", "class article -> report"]
 
 
 def test_texpert_imported_gold_passes_its_derived_oracle(available, tc, tmp_path):
     xlsx = _workbook(tmp_path / "t.xlsx", {"Average": [HEADER, ["A1", "Report.", DOC_B, "Tables"]]})
-    written = write_tasks("latex", tc.import_upstream(xlsx), tmp_path / "out")
+    written = write_tasks("latex", tc.import_upstream(xlsx).tasks, tmp_path / "out")
     task = load_task_file(written[0], tc.check_oracle)
     out = pipeline.evaluate("latex", task, task.gold)
     assert out["syntax"]["status"] == "pass" and out["semantic"]["status"] == "pass", out
@@ -209,8 +210,9 @@ def test_texpert_imported_gold_passes_its_derived_oracle(available, tc, tmp_path
 def test_texpert_malformed_record_is_named(tc, tmp_path):
     xlsx = _workbook(tmp_path / "bad.xlsx", {"Average": [HEADER, ["A1", "Fine.", DOC_A, "X"],
                                                          ["A2", "No code here.", None, "X"]]})
-    with pytest.raises(ValueError, match=r"sheet Average row 3 \(ID A2\): empty 'Verified LaTeX Code'"):
-        tc.import_upstream(xlsx)
+    made = tc.import_upstream(xlsx)
+    assert [(s.record, s.reason) for s in made.skipped] == [("Average/A2", "malformed_record")]
+    assert "empty 'verified latex code'" in made.skipped[0].detail
     xlsx = _workbook(tmp_path / "cols.xlsx", {"Simple": [["ID", "Task", "Code"]]})
     with pytest.raises(ValueError, match="missing column"):
         tc.import_upstream(xlsx)
@@ -220,21 +222,23 @@ FIXTURES = Path(__file__).parent / "fixtures" / "latex"
 
 
 def test_texpert_fixture_workbook(tc, tmp_path):
-    got = {t["id"]: t for t in tc.import_upstream(FIXTURES / "TeXpert_mini.xlsx")}
+    made = tc.import_upstream(FIXTURES / "TeXpert_mini.xlsx")
+    got = {t["id"]: t for t in made.tasks}
     assert sorted(got) == ["latex-texpert-average-a-01", "latex-texpert-hard-h-01", "latex-texpert-simple-s-01"]
-    assert tc.skipped and tc.skipped[0][0] == "Simple/S-02"
+    assert [s.record for s in made.skipped] == ["Simple/S-02"]
     hard = got["latex-texpert-hard-h-01"]
-    assert hard["difficulty"] == "hard" and hard["constructs"] == ["Tables"]
+    assert hard["difficulty"] == "hard" and hard["constructs"] == ["sectioning", "table", "tabular", "captions"]
     assert hard["oracle"]["sections"] == [{"level": "chapter", "title": "Budget"},
                                           {"level": "section", "title": "Staff costs"}]  # starred one left out
     assert hard["oracle"]["environments"] == {"table": {"min": 1}, "tabular": {"min": 1}}
-    assert got["latex-texpert-average-a-01"]["constructs"] == ["Equations", "Figures"]
+    assert got["latex-texpert-average-a-01"]["constructs"] == ["sectioning", "figure", "equation", "captions"]
     assert len(write_tasks("latex", list(got.values()), tmp_path)) == 3
 
 
 def test_texpert_fixture_malformed(tc):
-    with pytest.raises(ValueError, match=r"TeXpert sheet Hard row 3 \(ID H-02\): empty 'Task Instructions'"):
-        tc.import_upstream(FIXTURES / "TeXpert_malformed.xlsx")
+    made = tc.import_upstream(FIXTURES / "TeXpert_malformed.xlsx")
+    assert [(s.record, s.reason) for s in made.skipped] == [("Hard/H-02", "malformed_record")]
+    assert "empty 'task instructions'" in made.skipped[0].detail
 
 
 def test_runaway_expansion_fails_fast(available, tasks):

@@ -2,11 +2,10 @@
 
 The generic self-check (every gold passes, every mutant fails its level) lives in
 test_validators.py; here: diagnostics, equivalent specs that must pass, intent normalisation,
-strict oracle checking, containment, and the nvBench loader on invented fixtures.
+strict oracle checking and containment (the nvBench importer: test_import_nvbench.py).
 """
 import json
 import shutil
-import warnings
 from pathlib import Path
 
 import pytest
@@ -14,7 +13,7 @@ import yaml
 
 from dslbench import pipeline, toolchains
 from dslbench.tasks import TaskError, load_task_file, load_tasks
-from dslbench.upstream import dump_task, write_tasks
+from dslbench.upstream import dump_task
 
 FIXTURES = Path(__file__).parent / "fixtures" / "vegalite"
 
@@ -287,67 +286,3 @@ def test_gold_must_load_a_context_file(tc, tasks, tmp_path):
     task["gold"] = task["gold"].replace("sales.csv", "missing.csv")
     with pytest.raises(TaskError, match="missing.csv"):
         load_task_file(_write(tmp_path, task), tc.check_oracle)
-
-
-# --- nvBench loader --------------------------------------------------------------------------------
-
-def _import(tc, source):
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        tasks = tc.import_upstream(source)
-    return tasks, [str(w.message) for w in caught]
-
-
-def test_nvbench_loader_maps_fields(tc):
-    tasks, skipped = _import(tc, FIXTURES)
-    by_id = {t["provenance"]["upstream_id"]: t for t in tasks}
-    assert sorted(by_id) == ["41@y_name@DESC", "57", "63@x_name@ASC", "70", "88"]
-    assert len(skipped) == 1 and "'90' skipped: chart type 'Heatmap'" in skipped[0]
-
-    bar = by_id["41@y_name@DESC"]
-    assert bar["id"] == "vegalite-nvbench-41-y-name-desc" and bar["difficulty"] == "easy"
-    assert bar["provenance"]["benchmark"] == "nvBench" and bar["provenance"]["source"] == "upstream"
-    assert bar["instruction"].startswith("How many ferries leave from each harbour?")
-    rows = json.loads(bar["context"]["data.json"])
-    assert rows == [{"harbour": "Eastwick", "COUNT(*)": 4}, {"harbour": "Marlow", "COUNT(*)": 9},
-                    {"harbour": "Pinecove", "COUNT(*)": 2}]
-    gold = json.loads(bar["gold"])
-    assert gold["mark"] == "bar" and gold["encoding"]["x"]["sort"] == "-y"
-    assert bar["oracle"]["intent"]["encoding"]["x"] == {"field": "harbour", "type": "nominal", "sort": True}
-
-    stacked = by_id["57"]
-    assert stacked["difficulty"] == "hard"                       # Extra Hard
-    assert json.loads(stacked["gold"])["encoding"]["color"] == {"field": "group", "type": "nominal"}
-    assert {r["group"] for r in json.loads(stacked["context"]["data.json"])} == {"steward", "engineer"}
-    pie = by_id["63@x_name@ASC"]
-    assert json.loads(pie["gold"])["mark"] == "arc" and "theta" in pie["oracle"]["intent"]["encoding"]
-    assert by_id["70"]["oracle"]["intent"]["encoding"]["x"]["type"] == "temporal"
-    assert by_id["88"]["oracle"]["intent"]["encoding"]["x"]["type"] == "quantitative"
-    assert all(t["mutants"] == [] for t in tasks)
-
-
-def test_nvbench_tasks_load_strictly_and_their_golds_pass(available, tc, tmp_path):
-    tasks, _ = _import(tc, FIXTURES / "NVBench.json")
-    written = write_tasks("vegalite", tasks, tmp_path)
-    assert len(written) == 5
-    loaded = [load_task_file(p, tc.check_oracle) for p in written]
-    for task in (loaded[0], loaded[1]):                          # a sorted bar, a stacked bar
-        out = pipeline.evaluate("vegalite", task, task.gold)
-        assert out["syntax"]["status"] == out["semantic"]["status"] == "pass", out["semantic"]
-    # and a plausible wrong answer to the sorted bar fails on the order
-    wrong = json.loads(loaded[0].gold)
-    wrong["encoding"]["x"]["sort"] = "y"
-    out = pipeline.evaluate("vegalite", loaded[0], json.dumps(wrong))
-    assert out["semantic"]["status"] == "fail" and out["semantic"]["diagnostics"].startswith("sort: x order")
-
-
-def test_nvbench_malformed_record_names_the_record(tc, tmp_path):
-    with pytest.raises(ValueError, match=r"nvBench record '12': vis_obj.x_data and y_data"):
-        tc.import_upstream(FIXTURES / "NVBench_malformed.json")
-    bad = tmp_path / "NVBench.json"
-    bad.write_text(json.dumps({"7": {"chart": "Bar", "hardness": "Easy", "nl_queries": ["q"]}}))
-    with pytest.raises(ValueError, match=r"nvBench record '7': missing field 'vis_obj'"):
-        tc.import_upstream(bad)
-    bad.write_text(json.dumps([1, 2]))
-    with pytest.raises(ValueError, match="keyed by record id"):
-        tc.import_upstream(bad)

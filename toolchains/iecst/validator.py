@@ -216,31 +216,12 @@ class Validator(Toolchain):
         return self.verdict("pass" if report["ok"] else "fail", report["reason"][:300], result, duration,
                             reason=report.get("fault", ""), expected=report.get("expected", "")[:300])
 
-    # --- upstream: Agents4PLC JSONL ---------------------------------------------------------------------
-    def import_upstream(self, source: Path) -> list[dict]:
-        """Agents4PLC JSONL (a file, or a folder of *.jsonl): one task per record with reference code.
-
-        Records without reference ST code are skipped (listed in self.skipped with the reason);
-        a malformed record raises ValueError naming the file, line and record id.
-        """
-        source = Path(source)
-        files = sorted(source.glob("*.jsonl")) if source.is_dir() else [source]
-        tasks, self.skipped = [], []
-        for path in files:
-            for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-                if not line.strip():
-                    continue
-                where = f"{path.name}:{lineno}"
-                try:
-                    rec = json.loads(line)
-                except json.JSONDecodeError as e:
-                    raise ValueError(f"{where}: not a JSON record: {e.msg}") from None
-                task, reason = agents4plc_task(rec, where, path.stem)
-                if task is None:
-                    self.skipped.append(f"{where} ({rec.get('id')}): {reason}")
-                else:
-                    tasks.append(task)
-        return tasks
+    # --- upstream: Agents4PLC ------------------------------------------------------------------------
+    def import_upstream(self, source: Path, verify_gold: bool = False):
+        """Agents4PLC as published (benchmark_v1/, benchmark_v2/ *.jsonl). See agents4plc.py. With
+        verify_gold (`dslbench import --verify`), a gold that fails either level is skipped with its reason."""
+        from . import agents4plc
+        return agents4plc.load(Path(source), self, check=verify_gold)
 
 
 # --- Agents4PLC records -> tasks -----------------------------------------------------------------------
@@ -248,39 +229,44 @@ class Validator(Toolchain):
 HEADER = re.compile(r"^\s*(FUNCTION_BLOCK|FUNCTION|PROGRAM)\s+([A-Za-z_]\w*)\s*(?::\s*([A-Za-z_]\w*))?",
                     re.I | re.M)
 SECTION = re.compile(r"\b(VAR_INPUT|VAR_OUTPUT)\b(.*?)\bEND_VAR\b", re.I | re.S)
-DECL = re.compile(r"([A-Za-z_][\w\s,]*?)\s*:\s*([A-Za-z_]\w*)\s*(?::=[^;]*)?;")
 
 
 def _strip_comments(code: str) -> str:
     return re.sub(r"\(\*.*?\*\)|//[^\n]*|/\*.*?\*/", " ", code, flags=re.S)
 
 
-def reference_interface(code: str) -> tuple[dict | None, str]:
-    """POU kind, name, return type and VAR_INPUT/VAR_OUTPUT of the first POU (text scan, nothing run)."""
+def reference_interface(code: str) -> tuple[dict | None, str, str]:
+    """POU kind, name, return type and VAR_INPUT/VAR_OUTPUT of the first POU (text scan, nothing run);
+    else None, a reason code and the detail."""
     text = _strip_comments(code)
     m = HEADER.search(text)
     if not m:
-        return None, "no FUNCTION, FUNCTION_BLOCK or PROGRAM in the reference code"
+        return None, "no_pou", "no FUNCTION, FUNCTION_BLOCK or PROGRAM in the reference code"
     kind, name, ret = m.group(1).upper(), m.group(2), m.group(3)
     end = re.search(r"\bEND_" + kind + r"\b", text[m.end():], re.I)
     body = text[m.end(): m.end() + end.start()] if end else text[m.end():]
     ports = {"VAR_INPUT": {}, "VAR_OUTPUT": {}}
-    for sec, decls in SECTION.findall(body):
-        for names, t in DECL.findall(decls):
+    for sec, decls in SECTION.findall(re.sub(r"\{[^{}]*\}", " ", body)):      # pragmas out
+        for decl in decls.split(";"):             # every `names : type [:= init]`, arrays and structs too
+            if ":" not in decl:
+                continue
+            names, t = decl.split(":", 1)
+            t = " ".join(t.split(":=")[0].split())
             if t.upper() not in ELEMENTARY:
-                return None, f"port type {t} is not elementary (the oracle drives elementary ports only)"
+                return None, "non_elementary_port", f"port type {t} is not elementary (the oracle drives elementary ports only)"
             for n in names.split(","):
-                ports[sec.upper()][n.strip()] = t.upper()
+                if n.split():
+                    ports[sec.upper()][n.split()[0]] = t.upper()     # `x AT %IX0.0` is x
     if not ports["VAR_INPUT"]:
-        return None, "the reference POU has no VAR_INPUT to drive"
+        return None, "no_inputs", "the reference POU has no VAR_INPUT to drive"
     iface = {"pou": kind, "name": name, "inputs": ports["VAR_INPUT"], "outputs": ports["VAR_OUTPUT"]}
     if kind == "FUNCTION":
         if not ret or ret.upper() not in ELEMENTARY:
-            return None, "FUNCTION without an elementary return type"
+            return None, "no_return_type", "FUNCTION without an elementary return type"
         iface["returns"] = ret.upper()
     elif not ports["VAR_OUTPUT"]:
-        return None, "the reference POU has no VAR_OUTPUT to check"
-    return iface, ""
+        return None, "no_outputs", "the reference POU has no VAR_OUTPUT to check"
+    return iface, "", ""
 
 
 def _random_value(rng, t: str):
@@ -309,23 +295,24 @@ def _properties_text(props) -> str:
     return "\n".join(lines)
 
 
-def agents4plc_task(rec, where: str, split_name: str = "") -> tuple[dict | None, str]:
-    """One Agents4PLC record as a task dict, or (None, reason) when it cannot be judged here."""
+def agents4plc_task(rec, where: str, split_name: str = "") -> tuple[dict | None, str, str]:
+    """One Agents4PLC record as (task dict, "", ""), or (None, reason code, detail) when it cannot be
+    judged here. A malformed record raises ValueError."""
     if not isinstance(rec, dict):
         raise ValueError(f"{where}: record is not a JSON object")
     rid = rec.get("id")
     if not isinstance(rid, (str, int)) or not str(rid).strip():
         raise ValueError(f"{where}: record has no 'id'")
-    for key, kind in (("instruction", str), ("properties_to_be_validated", list)):
-        if not isinstance(rec.get(key), kind) or (kind is str and not rec[key].strip()):
-            raise ValueError(f"{where}: record {rid!r}: field '{key}' must be a non-empty "
-                             f"{'string' if kind is str else 'list'}")
-    code = rec.get("code") or rec.get("reference_code") or ""
+    if not isinstance(rec.get("instruction"), str) or not rec["instruction"].strip():
+        raise ValueError(f"{where}: record {rid!r}: field 'instruction' must be a non-empty string")
+    if not isinstance(rec.get("properties_to_be_validated") or [], list):   # null in a published record
+        raise ValueError(f"{where}: record {rid!r}: field 'properties_to_be_validated' must be a list")
+    code = rec.get("ground_truth") or rec.get("code") or rec.get("reference_code") or ""
     if not isinstance(code, str) or not code.strip():
-        return None, "no reference ST code: the formal properties alone give no executable oracle"
-    iface, reason = reference_interface(code)
+        return None, "no_reference_code", "no reference ST code: the formal properties alone give no executable oracle"
+    iface, reason, detail = reference_interface(code)
     if iface is None:
-        return None, reason
+        return None, reason, detail
     import random
     import zlib
     rng = random.Random(zlib.crc32(str(rid).encode()))
@@ -335,7 +322,7 @@ def agents4plc_task(rec, where: str, split_name: str = "") -> tuple[dict | None,
         sequences.append({"name": f"seeded sequence {s + 1}", "steps": steps})
     oracle = {**iface, "cycle_ms": 100, "tolerance": 1e-6, "expected_from": "gold", "sequences": sequences}
     safe = re.sub(r"[^A-Za-z0-9]+", "-", str(rid)).strip("-").lower()
-    props = _properties_text(rec["properties_to_be_validated"])
+    props = _properties_text(rec.get("properties_to_be_validated") or [])
     instruction = rec["instruction"].strip()
     instruction += (f"\n\nImplement it as {iface['pou']} {iface['name']} with VAR_INPUT "
                     + ", ".join(f"{n} : {t}" for n, t in iface["inputs"].items())
@@ -344,7 +331,7 @@ def agents4plc_task(rec, where: str, split_name: str = "") -> tuple[dict | None,
                     + (f", returning {iface['returns']}" if iface.get("returns") else "") + ".")
     if props:
         instruction += "\n\nProperties to be validated:\n" + props
-    level = str(rec.get("difficulty") or split_name or "").lower()
+    level = str(rec.get("difficulty") or split_name or "").lower()     # high-fidelity: medium when not given
     difficulty = level if level in ("easy", "medium", "hard") else "medium"
     return {
         "id": f"iecst-a4plc-{safe}", "dsl": "iecst", "domain": "Industrial Automation",
@@ -352,6 +339,6 @@ def agents4plc_task(rec, where: str, split_name: str = "") -> tuple[dict | None,
         "constructs": [iface["pou"]], "failure_modes": [],
         "instruction": instruction + "\n", "context": {}, "gold": code.strip() + "\n", "oracle": oracle,
         "provenance": {"source": "upstream", "benchmark": "Agents4PLC", "upstream_id": str(rid),
-                       "licence": str(rec.get("licence") or "see the Agents4PLC repository")},
+                       "licence": str(rec.get("licence") or "Apache-2.0")},    # the repository's LICENSE
         "split": "test", "mutants": [],
-    }, ""
+    }, "", ""

@@ -108,8 +108,11 @@ class Validator(Toolchain):
                          "Debian texlive-latex-base, -latex-recommended, -fonts-recommended" if kind.startswith("Debian")
                          else f"TeX Live installation {Path(exe).parents[2]}"))
 
-    def import_upstream(self, source: Path) -> list[dict]:
-        return _import_texpert(self, source)
+    def import_upstream(self, source: Path, verify_gold: bool = False):
+        """TeXpert as published (data/TeXpert_Dataset.xlsx). See texpert.py. With verify_gold
+        (`dslbench import --verify`), a gold that fails either level here is skipped with its reason."""
+        from . import texpert
+        return texpert.load(Path(source), self, check=verify_gold)
 
     # --- oracle spec ---------------------------------------------------------------------------
     def check_oracle(self, task):
@@ -377,9 +380,7 @@ class Validator(Toolchain):
         return "", ""
 
 
-# --- upstream: TeXpert ------------------------------------------------------------------------------
-TEXPERT_SHEETS = {"Simple": "easy", "Average": "medium", "Hard": "hard"}
-TEXPERT_COLUMNS = ("ID", "Task Instructions", "Verified LaTeX Code", "Class")
+# --- the structure a reference states (TeXpert's derived oracles: texpert.py) ------------------------
 SECTION_LEVELS = ("part", "chapter", "section", "subsection", "subsubsection")
 COUNTED_ENVS = ("figure", "table", "tabular", "tabularx", "longtable", "itemize", "enumerate", "description",
                 "equation", "align", "gather", "multline", "lstlisting", "verbatim", "abstract", "thebibliography")
@@ -445,58 +446,3 @@ def derive_oracle(code: str) -> dict:
     if captions:
         oracle["captions"] = captions
     return oracle
-
-
-def _import_texpert(self, source: Path) -> list[dict]:
-    """TeXpert workbook (sheets Simple/Average/Hard; columns ID, Task Instructions, Verified LaTeX
-    Code, Class) -> task dicts. Records without a complete document (no \\documentclass or no
-    \\begin{document}) are skipped and listed in self.skipped with the reason; a record missing its
-    ID, instruction or code raises ValueError naming the sheet, row and ID."""
-    import openpyxl
-    source = Path(source)
-    path = source if source.is_file() else next(iter(sorted(source.glob("*.xlsx"))), None)
-    if path is None:
-        raise ValueError(f"TeXpert: no .xlsx workbook in {source}")
-    wb = openpyxl.load_workbook(path, read_only=True, data_only=True)
-    sheets = [s for s in TEXPERT_SHEETS if s in wb.sheetnames]
-    if not sheets:
-        raise ValueError(f"TeXpert {path.name}: none of the sheets {', '.join(TEXPERT_SHEETS)} "
-                         f"(found: {', '.join(wb.sheetnames)})")
-    tasks, self.skipped, seen = [], [], set()
-    for sheet in sheets:
-        rows = wb[sheet].iter_rows(values_only=True)
-        header = [str(h).strip() if h is not None else "" for h in next(rows, ())]
-        missing = [c for c in TEXPERT_COLUMNS if c not in header]
-        if missing:
-            raise ValueError(f"TeXpert {path.name} sheet {sheet}: missing column(s) {', '.join(missing)}")
-        col = {c: header.index(c) for c in TEXPERT_COLUMNS}
-        for n, row in enumerate(rows, start=2):
-            if row is None or all(v is None or str(v).strip() == "" for v in row):
-                continue
-            get = lambda c: "" if col[c] >= len(row) or row[col[c]] is None else str(row[col[c]]).strip()
-            rid = get("ID")
-            where = f"TeXpert sheet {sheet} row {n} (ID {rid or '?'})"
-            for c in ("ID", "Task Instructions", "Verified LaTeX Code"):
-                if not get(c):
-                    raise ValueError(f"{where}: empty '{c}'")
-            code = get("Verified LaTeX Code").replace("\r\n", "\n") + "\n"
-            if "\\documentclass" not in code or "\\begin{document}" not in code:
-                self.skipped.append((f"{sheet}/{rid}", "not a complete document (no \\documentclass or "
-                                                        "\\begin{document}): no oracle can be derived"))
-                continue
-            tid = "latex-texpert-" + re.sub(r"[^a-z0-9]+", "-", f"{sheet}-{rid}".lower()).strip("-")
-            if tid in seen:
-                raise ValueError(f"{where}: duplicate ID")
-            seen.add(tid)
-            classes = [c.strip() for c in re.split(r"[,;/]", get("Class")) if c.strip()] or ["document"]
-            tasks.append({
-                "id": tid, "dsl": "latex", "domain": "Document Processing",
-                "title": f"TeXpert {sheet} {rid}", "difficulty": TEXPERT_SHEETS[sheet],
-                "constructs": classes, "failure_modes": ["knowledge"],
-                "instruction": get("Task Instructions") + "\n", "gold": code,
-                "oracle": derive_oracle(code),
-                "provenance": {"source": "upstream", "benchmark": "TeXpert", "upstream_id": f"{sheet}/{rid}",
-                               "licence": "see the TeXpert release"},
-                "split": "test", "mutants": []})
-    return tasks
-

@@ -57,13 +57,13 @@ aggregation, binning, stacking, filtering and faceting they result from do.
 from __future__ import annotations
 
 import importlib.metadata
+import importlib.util
 import json
 import math
 import re
 import shutil
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
 from dslbench.toolchains import Probe, Toolchain
@@ -105,7 +105,7 @@ CONCATS = ("concat", "hconcat", "vconcat")
 REL_TOL = 1e-6
 
 
-# --- parsing helpers shared by check_oracle, the intent check and the upstream loader ------------
+# --- parsing helpers shared by check_oracle and the intent check --------------------------------
 
 def _is_time_unit(unit: str) -> bool:
     u = unit[3:] if unit.startswith("utc") else unit
@@ -791,9 +791,10 @@ class Validator(Toolchain):
                             result)
 
     # --- upstream: nvBench ---------------------------------------------------------------------
-    def import_upstream(self, source: Path) -> list[dict]:
-        """nvBench's NVBench.json (a file, or a folder holding it) as task dicts; see import_nvbench."""
-        return import_nvbench(Path(source))
+    def import_upstream(self, source: Path):
+        """nvBench as published (nvBench_VegaLite/VIS_<n>.html pages, or NVBench.json). See nvbench.py."""
+        from . import nvbench
+        return nvbench.load(Path(source))
 
 
 def _read_report(path: Path):
@@ -888,200 +889,3 @@ def _check_channel_spec(w, where: str, sortable: bool) -> list[tuple[str, str]]:
         elif not sortable:
             problems.append((f"{where}.sort", "facet order cannot be compared; describe it in the instruction only"))
     return problems
-
-
-# --- upstream: nvBench ----------------------------------------------------------------------------
-
-NVBENCH_CHARTS = {            # nvBench chart name -> (mark, x type rule, grouped by series)
-    "bar": ("bar", "discrete", False), "stacked bar": ("bar", "discrete", True),
-    "pie": ("arc", "discrete", False),
-    "line": ("line", "line", False), "grouping line": ("line", "line", True),
-    "scatter": ("point", "scatter", False), "grouping scatter": ("point", "scatter", True),
-}
-NVBENCH_HARDNESS = {"easy": "easy", "medium": "medium", "hard": "hard", "extra hard": "hard"}
-NVBENCH_LICENCE = "nvBench's licence (see the upstream repository)"
-_ISO_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}(:\d{2}(\.\d+)?)?)?$")
-
-
-class NvBenchSkip(Exception):
-    """A well-formed nvBench record that has no faithful Vega-Lite task here (the reason says why)."""
-
-
-def import_nvbench(source: Path) -> list[dict]:
-    """Tasks from nvBench's NVBench.json: {record id: {vis_query, chart, hardness, db_id, vis_obj,
-    nl_queries}}.
-
-    The chart's data is the query result nvBench stores in vis_obj (x_data/y_data, one list per
-    series in `classify`), written as the context file data.json; the gold is the Vega-Lite chart of
-    that table (no aggregation: the values are already aggregated), the intent its mark, channels,
-    field names and types, and the sort nvBench records (vis_obj.sort, or the record id's
-    `@x_name@ASC` / `@y_name@DESC` suffix). The instruction is the first nl_query followed by a
-    generated description of the data file and the chart, since the question alone names neither.
-    Malformed records raise ValueError naming the record; records that cannot be converted
-    (unknown chart type, no rows, non-numeric y) are skipped with a warning giving the reason.
-    """
-    path = source / "NVBench.json" if source.is_dir() else source
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        raise ValueError(f"{path}: cannot read nvBench JSON: {e}") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: NVBench.json must be a JSON object keyed by record id, got {type(data).__name__}")
-    tasks, ids = [], {}
-    for rid, record in data.items():
-        try:
-            task = _nvbench_task(str(rid), record)
-        except NvBenchSkip as e:
-            warnings.warn(f"nvBench record {rid!r} skipped: {e}", stacklevel=2)
-            continue
-        if task["id"] in ids:
-            raise ValueError(f"nvBench records {ids[task['id']]!r} and {rid!r} map to the same task id {task['id']}")
-        ids[task["id"]] = rid
-        tasks.append(task)
-    return tasks
-
-
-def _nvbench_task(rid: str, rec) -> dict:
-    def bad(msg):
-        return ValueError(f"nvBench record {rid!r}: {msg}")
-    if not isinstance(rec, dict):
-        raise bad(f"expected an object, got {type(rec).__name__}")
-    for key in ("vis_obj", "nl_queries", "hardness", "chart"):
-        if key not in rec:
-            raise bad(f"missing field '{key}'")
-    vis = rec["vis_obj"]
-    if not isinstance(vis, dict):
-        raise bad("vis_obj must be an object")
-    for key in ("x_name", "y_name", "x_data", "y_data"):
-        if key not in vis:
-            raise bad(f"missing field 'vis_obj.{key}'")
-    queries = rec["nl_queries"]
-    if not isinstance(queries, list) or not queries or not all(isinstance(q, str) and q.strip() for q in queries):
-        raise bad("nl_queries must be a non-empty list of strings")
-    hardness = NVBENCH_HARDNESS.get(str(rec["hardness"]).strip().lower())
-    if hardness is None:
-        raise bad(f"unknown hardness {rec['hardness']!r} (Easy, Medium, Hard, Extra Hard)")
-    xs, ys, classes = vis["x_data"], vis["y_data"], vis.get("classify") or []
-    if not isinstance(xs, list) or not isinstance(ys, list) or not isinstance(classes, list):
-        raise bad("vis_obj.x_data, y_data and classify must be lists")
-    if xs and not isinstance(xs[0], list):          # a single series written flat
-        xs, ys = [xs], [ys]
-    if len(xs) != len(ys) or any(not isinstance(a, list) or not isinstance(b, list) or len(a) != len(b)
-                                 for a, b in zip(xs, ys)):
-        raise bad("vis_obj.x_data and y_data must be lists of equally long lists (one per series)")
-    if classes and len(classes) != len(xs):
-        raise bad(f"vis_obj.classify names {len(classes)} series but x_data has {len(xs)}")
-    chart_name = str(rec["chart"]).strip().lower()
-    if chart_name not in NVBENCH_CHARTS:
-        raise NvBenchSkip(f"chart type {rec['chart']!r} has no mapping (known: {', '.join(NVBENCH_CHARTS)})")
-    mark, x_rule, grouped = NVBENCH_CHARTS[chart_name]
-    if grouped and not classes:
-        raise NvBenchSkip(f"a {rec['chart']} chart needs series names in vis_obj.classify")
-    if not grouped and len(xs) > 1:
-        raise NvBenchSkip(f"a {rec['chart']} chart with {len(xs)} series")
-
-    def field_name(name):
-        text = str(name).strip()
-        return re.sub(r"[.\[\]\\]", "_", text) or None
-    x_name, y_name = field_name(vis["x_name"]), field_name(vis["y_name"])
-    if not x_name or not y_name or x_name == y_name:
-        raise NvBenchSkip(f"x and y need two distinct field names, got {vis['x_name']!r} and {vis['y_name']!r}")
-    group = next(n for n in ("group", "series", "series_name") if n not in (x_name, y_name))
-    rows = []
-    for i, (xa, ya) in enumerate(zip(xs, ys)):
-        for x, y in zip(xa, ya):
-            row = {x_name: x, y_name: y}
-            if grouped:
-                row[group] = classes[i]
-            rows.append(row)
-    if not rows:
-        raise NvBenchSkip("no data rows in vis_obj")
-    if not all(isinstance(r[y_name], (int, float)) and not isinstance(r[y_name], bool) for r in rows):
-        raise NvBenchSkip("y values are not all numbers")
-    x_values = [r[x_name] for r in rows]
-    numeric_x = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in x_values)
-    dated_x = all(isinstance(v, str) and _ISO_DATE.match(v) for v in x_values)
-    if x_rule == "discrete":
-        x_type = "nominal"
-    elif x_rule == "line":
-        x_type = "temporal" if dated_x else "quantitative" if numeric_x else "ordinal"
-    else:
-        x_type = "quantitative" if numeric_x else "temporal" if dated_x else "nominal"
-
-    axis, order = _nvbench_sort(rid, vis.get("sort"))
-    discrete_x = x_type in ("nominal", "ordinal")
-    x_enc = {"field": x_name, "type": x_type}
-    y_enc = {"field": y_name, "type": "quantitative"}
-    x_want = {"field": x_name, "type": x_type}
-    y_want = {"field": y_name, "type": "quantitative"}
-    sort_text = ""
-    if mark == "arc":
-        encoding = {"theta": y_enc, "color": {"field": x_name, "type": "nominal"}}
-        intent_enc = {"theta": y_want, "color": {"field": x_name, "type": "nominal"}}
-        if order:
-            by = "-theta" if axis == "y" and order == "descending" else "theta" if axis == "y" else order
-            encoding["color"]["sort"] = by
-            intent_enc["color"]["sort"] = True
-            sort_text = (f" Order the slices (and the colour legend) by {y_name if axis == 'y' else x_name}, "
-                         f"{order}.")
-    else:
-        encoding = {"x": x_enc, "y": y_enc}
-        intent_enc = {"x": x_want, "y": y_want}
-        if order and discrete_x:
-            x_enc["sort"] = ("-y" if order == "descending" else "y") if axis == "y" else order
-            x_want["sort"] = True
-            sort_text = f" Sort the x axis by {y_name if axis == 'y' else x_name}, {order}."
-        if grouped:
-            encoding["color"] = {"field": group, "type": "nominal"}
-            intent_enc["color"] = {"field": group, "type": "nominal"}
-    gold = {"$schema": "https://vega.github.io/schema/vega-lite/v5.json", "data": {"url": "data.json"},
-            "mark": mark, "encoding": encoding}
-    kinds = {"bar": "stacked bar chart" if grouped else "bar chart", "arc": "pie chart (arc mark)",
-             "line": "line chart", "point": "scatter plot (point mark)"}
-    fields = f"`{x_name}` ({x_type}), `{y_name}` (quantitative) and `{group}` (nominal, the series)" if grouped \
-        else f"`{x_name}` ({x_type}) and `{y_name}` (quantitative)"
-    if mark == "arc":
-        layout = f"theta = `{y_name}`, color = `{x_name}` (nominal)"
-    else:
-        layout = f"x = `{x_name}` ({x_type}), y = `{y_name}` (quantitative)"
-        if grouped:
-            layout += f", color = `{group}` (nominal)"
-    instruction = (f"{queries[0].strip()}\n\nThe query result is in `data.json`, a JSON array of rows with the "
-                   f"fields {fields}; the values are already aggregated, plot them as they are. Draw a "
-                   f"{kinds[mark]} with {layout}, and no other encodings.{sort_text}\n")
-    context = {"data.json": "[\n" + ",\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n]\n"}
-    tid = "vegalite-nvbench-" + (re.sub(r"[^a-z0-9]+", "-", rid.lower()).strip("-") or "record")
-    constructs = [mark, "encoding"] + (["sort"] if sort_text else []) + (["color series"] if grouped else [])
-    return {
-        "id": tid, "dsl": "vegalite", "domain": "Data Visualization",
-        "title": f"nvBench {rid}: {rec['chart']} of {y_name} by {x_name}"[:120],
-        "difficulty": hardness, "constructs": constructs, "failure_modes": [],
-        "instruction": instruction, "context": context,
-        "gold": json.dumps(gold, indent=2, ensure_ascii=False) + "\n",
-        "oracle": {"intent": {"mark": mark, "encoding": intent_enc}},
-        "provenance": {"source": "upstream", "benchmark": "nvBench", "upstream_id": rid, "licence": NVBENCH_LICENCE,
-                       "db_id": str(rec.get("db_id", "")),
-                       "vql": str((rec.get("vis_query") or {}).get("VQL", "")) if isinstance(rec.get("vis_query"), dict) else ""},
-        "split": "test", "mutants": [],
-    }
-
-
-def _nvbench_sort(rid: str, sort) -> tuple[str | None, str | None]:
-    """(axis, order) of the sort nvBench records: vis_obj.sort ('asc'/'desc', {'x'|'y': 'asc'|'desc'})
-    or else the record id suffix '@x_name@ASC' / '@y_name@DESC'."""
-    axis = order = None
-    m = re.search(r"@([xy])_name@(asc|desc)$", rid, re.I)
-    if m:
-        axis, order = m.group(1).lower(), m.group(2).lower()
-    if isinstance(sort, dict) and sort:
-        k, v = next(iter(sort.items()))
-        axis, order = str(k).lower()[:1], str(v).lower()
-    elif isinstance(sort, str) and sort.strip():
-        order = sort.strip().lower()
-        axis = axis or "x"
-    if order is None:
-        return None, None
-    order = {"asc": "ascending", "ascending": "ascending", "desc": "descending", "descending": "descending"}.get(order)
-    if order is None or axis not in ("x", "y"):
-        raise ValueError(f"nvBench record {rid!r}: cannot read the sort {sort!r}")
-    return axis, order
