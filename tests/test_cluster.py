@@ -55,3 +55,26 @@ def test_validate_on_a_dask_scheduler_gives_the_process_pool_verdicts(tmp_path, 
     assert len(a) == 6 and (a["semantic_status"] == "pass").all(), a[["task_id", "semantic_status"]]
     cols = ["dsl", "task_id", "syntax_status", "semantic_status", "syntax_reason", "semantic_reason", "toolchain_version"]
     pd.testing.assert_frame_equal(a[cols], b[cols])
+
+
+def test_cluster_work_units_are_batched_and_every_result_is_handled(monkeypatch):
+    """On a cluster (an executor that reports its worker threads) jobs travel in batches of about
+    jobs / (4 x threads); every job's result still reaches on_result with its own tag."""
+    from concurrent.futures import ThreadPoolExecutor
+    from dslbench import pipeline
+    units = []
+
+    class TwoThreadCluster(ThreadPoolExecutor):
+        threads = 2
+
+        def submit(self, fn, *args, **kwargs):
+            units.append(len(args[0]))
+            return super().submit(fn, *args, **kwargs)
+
+    monkeypatch.setattr(pipeline, "make_executor", lambda kind, workers: TwoThreadCluster(2))
+    got = []
+    pipeline.fan_out([(i, pow, (i, 2)) for i in range(100)], lambda tag, r: got.append((tag, r)),
+                     None, None, "test", False)
+    assert sorted(got) == [(i, i * i) for i in range(100)]
+    assert units == [12] * 8 + [4]
+    assert pipeline.batch_size(ThreadPoolExecutor(1), 100) == 1          # a local pool: one job per unit

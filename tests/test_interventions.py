@@ -118,8 +118,9 @@ def test_refinement_stops_at_first_full_pass_or_after_k_rounds(tmp_path, monkeyp
                 "duration_s": 0.0, "attempts": 1, "model": "fake/scripted", "params": params}
     monkeypatch.setattr(pipeline, "_generate_job", scripted_model)
     run = tmp_path / "run"
-    common = dict(models=["smollm2-135m"], limit=2, executor="thread", workers=1, progress=False)
-    pipeline.run_generation(run, ["ufl"], method="baseline", **{k: v for k, v in common.items()})
+    calls_made = I.Calls(executor="thread", workers=1, progress=False)
+    common = dict(models=["smollm2-135m"], limit=2, calls=calls_made)
+    pipeline.run_generation(run, ["ufl"], method="baseline", models=["smollm2-135m"], limit=2, **calls_made.generation())
     pipeline.run_validation(run, ["ufl"], progress=False)
     I.run_refinement(run, "baseline-refinement", ["ufl"], rounds=3, **common)
     v = I.with_rounds(RunStore(run).verdict_table())
@@ -310,8 +311,9 @@ def test_the_two_feedback_modes_record_distinct_repair_prompts(tmp_path, monkeyp
                 "duration_s": 0.0, "attempts": 1, "model": "fake/scripted", "params": params}
     monkeypatch.setattr(pipeline, "_generate_job", scripted_model)
     run = tmp_path / "run"
-    common = dict(models=["smollm2-135m"], limit=1, executor="thread", workers=1, progress=False)
-    pipeline.run_generation(run, ["jq"], method="baseline", **common)
+    calls = I.Calls(executor="thread", workers=1, progress=False)
+    common = dict(models=["smollm2-135m"], limit=1, calls=calls)
+    pipeline.run_generation(run, ["jq"], method="baseline", models=["smollm2-135m"], limit=1, **calls.generation())
     pipeline.run_validation(run, ["jq"], progress=False)
     for method in ("baseline-refinement", "tests-refinement"):
         I.run_refinement(run, method, ["jq"], rounds=2, **common)

@@ -107,7 +107,7 @@ def test_version_constraints():
 def test_imported_iac_eval_task_is_judged_with_the_document_convention(tmp_path):
     """v0 Rego from IaC-Eval (import future.keywords) on the real plan: gold passes, a false rule fails."""
     _real_terraform()
-    tasks = _validator().import_upstream(FIXTURES / "iac_eval_sample.csv")
+    tasks = _validator().import_upstream(FIXTURES / "iac_eval_sample.csv").tasks
     path = write_tasks("terraform", tasks[:1], tmp_path)[0]
     task = load_task_file(path, _validator().check_oracle)
     out = pipeline.evaluate("terraform", task, task.gold)
@@ -191,7 +191,8 @@ def test_policy_compile_errors_point_at_the_policy_line(tmp_path):
 
 def test_iac_eval_loader_maps_fields_and_skips_unconvertible_records(tmp_path):
     tc = _validator()
-    tasks = tc.import_upstream(FIXTURES / "iac_eval_sample.csv")
+    made = tc.import_upstream(FIXTURES / "iac_eval_sample.csv")
+    tasks = made.tasks
     assert [t["id"] for t in tasks] == ["terraform-iaceval-iac-eval-sample-0001", "terraform-iaceval-iac-eval-sample-0002"]
     first, second = tasks
     assert first["instruction"].startswith("Create an S3 bucket called example-iac-logs")
@@ -203,15 +204,19 @@ def test_iac_eval_loader_maps_fields_and_skips_unconvertible_records(tmp_path):
                                    "licence": first["provenance"]["licence"]}
     assert first["mutants"] == [] and first["split"] == "test"
     # record 3 has a Rego intent without a package line: skipped, with the record named
-    assert len(tc.skipped) == 1 and "record 3" in tc.skipped[0][0] and "package" in tc.skipped[0][1]
+    [skip] = made.skipped
+    assert "record 3" in skip.record and skip.reason == "policy_unusable" and "package" in skip.detail
     written = write_tasks("terraform", tasks, tmp_path)          # loads every file back strictly
     assert [p.name for p in written] == [f"{t['id']}.yaml" for t in tasks]
     assert load_task_file(written[1], tc.check_oracle).oracle["rule"] == "document"
 
 
-def test_iac_eval_malformed_record_is_named():
-    with pytest.raises(ValueError, match=r"iac_eval_bad_difficulty.csv record 2 \(Resource 'aws_vpc'\).*Difficulty"):
-        _validator().import_upstream(FIXTURES / "iac_eval_bad_difficulty.csv")
+def test_iac_eval_malformed_record_is_named_and_skipped():
+    """One bad record is skipped with its name and reason; the others are still imported."""
+    made = _validator().import_upstream(FIXTURES / "iac_eval_bad_difficulty.csv")
+    bad = [s for s in made.skipped if s.reason == "malformed_record"]
+    assert [s.record for s in bad] == ["iac_eval_bad_difficulty.csv record 2 (Resource 'aws_vpc')"]
+    assert "Difficulty" in bad[0].detail
     with pytest.raises(ValueError, match="missing column.*Rego intent"):
         _validator().import_upstream(FIXTURES / "iac_eval_missing_column.csv")
 

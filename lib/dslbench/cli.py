@@ -7,6 +7,7 @@ import signal
 import sys
 from pathlib import Path
 
+from . import settings
 from .paths import runs_dir
 
 
@@ -255,7 +256,7 @@ def cmd_serve(args) -> int:
     """llama-cpp-python's own OpenAI-compatible server on the embedded GGUF, in the foreground."""
     import os
     from .local_model import N_CTX, gguf_path
-    threads = args.threads or int(os.environ.get("DSLBENCH_LLAMA_THREADS") or os.cpu_count() or 1)
+    threads = args.threads or int(settings.get("DSLBENCH_LLAMA_THREADS") or os.cpu_count() or 1)
     command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path()), "--model_alias", args.alias,
                "--host", args.host, "--port", str(args.port), "--n_threads", str(threads), "--n_ctx", str(N_CTX)]
     print(f"serving {args.alias} at http://{args.host}:{args.port}/v1 (Ctrl-C stops); generate with\n"

@@ -13,6 +13,7 @@ import multiprocessing
 import os
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
 
+from . import settings
 from .errors import UserError
 
 
@@ -22,6 +23,8 @@ class _DaskExecutor:
     def __init__(self, client, cluster=None):
         self.client, self.cluster = client, cluster
         self._ex = client.get_executor()
+        # worker threads of the cluster now (pipeline.batch_size sizes work units by it)
+        self.threads = sum(client.nthreads().values()) or 1
 
     def submit(self, fn, *args, **kwargs):
         return self._ex.submit(fn, *args, **kwargs)
@@ -38,6 +41,12 @@ class _DaskExecutor:
     def __exit__(self, *exc):
         self.shutdown(wait=exc[0] is None, cancel_futures=exc[0] is not None)
         return False
+
+
+def run_batch(items: list) -> list:
+    """Several jobs as one work unit: [(fn, args)] -> their results, in order. It lives here, not in
+    the pipeline, so that a worker unpickling it imports nothing heavy (no pandas)."""
+    return [fn(*args) for fn, args in items]
 
 
 def _die_with_parent() -> None:
@@ -58,7 +67,7 @@ REMOTE = ("tcp://", "tls://", "dask://")
 
 def check_executor(kind: str | None) -> None:
     """Refuse an unknown executor (the option or DSLBENCH_EXECUTOR) before anything starts or is written."""
-    kind = kind or os.environ.get("DSLBENCH_EXECUTOR", "process")
+    kind = kind or settings.get("DSLBENCH_EXECUTOR")
     # a bare "tcp://" has no scheduler address to connect to
     if kind not in KINDS and not (kind.startswith(REMOTE) and kind.split("://", 1)[1]):
         raise UserError(f"option --executor: unknown executor {kind!r}; allowed: {', '.join(KINDS)}, "
@@ -67,7 +76,7 @@ def check_executor(kind: str | None) -> None:
 
 def make_executor(kind: str | None = None, workers: int | None = None) -> Executor:
     check_executor(kind)
-    kind = kind or os.environ.get("DSLBENCH_EXECUTOR", "process")
+    kind = kind or settings.get("DSLBENCH_EXECUTOR")
     if workers is not None and workers < 1:  # 0 must not silently mean "one per CPU"
         raise UserError(f"option --workers: must be at least 1, got {workers}")
     workers = workers or os.cpu_count() or 1

@@ -14,6 +14,7 @@ through pipeline.run_validation (pipeline.evaluate in the sandbox).
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -154,12 +155,29 @@ def _seed_round0(store: RunStore, method: str, start: str, dsls, models) -> int:
     return n
 
 
+@dataclass
+class Calls:
+    """How a method's model calls and judging jobs are made: the same for every method of a run."""
+    params: dict | None = None         # decoding parameters (None: the protocol's per-DSL budget)
+    executor: str | None = None        # process (default), thread, dask-local or tcp://scheduler:8786
+    workers: int | None = None
+    cache_dir: str | Path | None = None
+    progress: bool = True
+    api_base: str | None = None        # the server of a raw model string (as `dslbench generate --api-base`)
+    api_key_env: str | None = None     # the variable holding its API key
+
+    def generation(self) -> dict:
+        return dict(params=self.params, executor=self.executor, workers=self.workers, cache_dir=self.cache_dir,
+                    progress=self.progress, api_base=self.api_base, api_key_env=self.api_key_env)
+
+    def validation(self) -> dict:
+        return dict(executor=self.executor, workers=self.workers, progress=self.progress)
+
+
 def run_refinement(run_dir, method: str, dsls, models, limit=None, samples: int = 1, rounds: int = 3,
-                   retrievers: dict | None = None, top_k: int = 4, params: dict | None = None,
-                   executor: str | None = None, workers: int | None = None, cache_dir=None,
-                   progress: bool = True, api_base: str | None = None, api_key_env: str | None = None) -> pd.DataFrame:
-    """Repair loop over up to `rounds` rounds; resumable (finished rounds are skipped). `api_base` /
-    `api_key_env` send a raw model string to that server (as `dslbench generate --api-base`)."""
+                   retrievers: dict | None = None, top_k: int = 4, calls: Calls | None = None) -> pd.DataFrame:
+    """Repair loop over up to `rounds` rounds; resumable (finished rounds are skipped)."""
+    calls = calls or Calls()
     start = REFINEMENT_START[method]
     use_context = method in ("retrieval-refinement", "rag-refinement")
     mode = FEEDBACK_MODE.get(method, "diagnostics")
@@ -187,21 +205,16 @@ def run_refinement(run_dir, method: str, dsls, models, limit=None, samples: int 
                                                 tc.fence, chunks, mode),
                     "prompt_version": f"{REFINE_VERSION}-{mode}", "feedback_mode": mode, "round": r, "refines": start,
                     **extra}
-        run_generation(run_dir, dsls, models, limit, samples, method=method, params=params, executor=executor,
-                       workers=workers, cache_dir=cache_dir, progress=progress, prompt_fn=prompt_fn,
-                       api_base=api_base, api_key_env=api_key_env)
-        run_validation(run_dir, dsls, executor=executor, workers=workers, progress=progress)
+        run_generation(run_dir, dsls, models, limit, samples, method=method, prompt_fn=prompt_fn, **calls.generation())
+        run_validation(run_dir, dsls, **calls.validation())
     return store.verdict_table()
 
 
 def run_method(run_dir, method: str, dsls, models, limit=None, samples: int = 1, rounds: int = 3,
-               retrievers: dict | None = None, top_k: int = 4, params: dict | None = None,
-               executor: str | None = None, workers: int | None = None, cache_dir=None, progress: bool = True,
-               api_base: str | None = None, api_key_env: str | None = None) -> dict:
+               retrievers: dict | None = None, top_k: int = 4, calls: Calls | None = None) -> dict:
     """Run one method (generation + validation) on the DSLs; returns wall time and item counts."""
     t0 = time.perf_counter()
-    common = dict(params=params, executor=executor, workers=workers, cache_dir=cache_dir, progress=progress,
-                  api_base=api_base, api_key_env=api_key_env)
+    calls = calls or Calls()
     if method in ("baseline", "pe", "rag"):
         fn = None
         if method == "pe":
@@ -214,10 +227,10 @@ def run_method(run_dir, method: str, dsls, models, limit=None, samples: int = 1,
                 chunks = rt.search(task.instruction, top_k)
                 return {"messages": rag_messages(task, tc, chunks), "prompt_version": RAG_VERSION,
                         **retrieved_fields(chunks, rt, top_k)}
-        run_generation(run_dir, dsls, models, limit, samples, method=method, prompt_fn=fn, **common)
-        run_validation(run_dir, dsls, executor=executor, workers=workers, progress=progress)
+        run_generation(run_dir, dsls, models, limit, samples, method=method, prompt_fn=fn, **calls.generation())
+        run_validation(run_dir, dsls, **calls.validation())
     else:
-        run_refinement(run_dir, method, dsls, models, limit, samples, rounds, retrievers, top_k, **common)
+        run_refinement(run_dir, method, dsls, models, limit, samples, rounds, retrievers, top_k, calls)
     return {"method": method, "dsls": len(dsls), "wall_s": time.perf_counter() - t0}
 
 

@@ -26,8 +26,7 @@ def evaluate(dsl: str, task: Task, program: str) -> dict:
         for name, content in task.context.items():
             (work / name).write_text(content, encoding="utf-8")
         (work / tc.file_name).write_text(program, encoding="utf-8")
-        syn = tc.judge_level("syntax", program, task, work)
-        sem = tc.judge_level("semantic", program, task, work) if syn.status == "pass" else verdicts.not_run(syn)
+        syn, sem = tc.judge(program, task, work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return {**out, "syntax": syn.to_dict(), "semantic": sem.to_dict()}

@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 
 # generation sets litellm's offline environment before importing it; take litellm from there.
-from . import decoding
+from . import decoding, settings
 from .generation import EMBEDDED_MODEL, litellm
 from litellm import CustomLLM
 from litellm.llms.custom_llm import CustomLLMError
@@ -61,7 +61,7 @@ def get_llama():
                 seed=0,
                 # DSLBENCH_LLAMA_THREADS: fewer threads on a shared machine (llama.cpp's threads
                 # spin-wait, so oversubscribed cores make it tens of times slower, not 2x).
-                n_threads=int(os.environ.get("DSLBENCH_LLAMA_THREADS") or os.cpu_count()),
+                n_threads=int(settings.get("DSLBENCH_LLAMA_THREADS") or os.cpu_count()),
                 verbose=False,
             )
             # Free the model before interpreter teardown: left to Llama.__del__, it runs after

@@ -1,16 +1,17 @@
 """Where things live. The repository root can be overridden with DSLBENCH_ROOT."""
-import os
 from pathlib import Path
+
+from . import settings
 
 
 def repo_root() -> Path:
-    env = os.environ.get("DSLBENCH_ROOT")
+    env = settings.get("DSLBENCH_ROOT")
     return Path(env).resolve() if env else Path(__file__).resolve().parents[2]
 
 
 def tasks_dir() -> Path:
     """Bundled tasks; DSLBENCH_TASKS points a run at another task tree (e.g. imported upstream tasks)."""
-    env = os.environ.get("DSLBENCH_TASKS")
+    env = settings.get("DSLBENCH_TASKS")
     return Path(env).resolve() if env else repo_root() / "data" / "tasks"
 
 
@@ -19,7 +20,7 @@ def toolchains_dir() -> Path:
 
 
 def runs_dir() -> Path:
-    return Path(os.environ.get("DSLBENCH_RUNS", repo_root() / "runs"))
+    return Path(settings.get("DSLBENCH_RUNS") or repo_root() / "runs")
 
 
 def notebooks_dir() -> Path:
@@ -28,5 +29,5 @@ def notebooks_dir() -> Path:
 
 def cache_dir(kind: str, env_var: str) -> Path:
     """A cache folder under .cache/<kind>, or wherever the environment variable env_var points."""
-    env = os.environ.get(env_var)
+    env = settings.get(env_var)
     return Path(env) if env else repo_root() / ".cache" / kind

@@ -19,7 +19,7 @@ from tqdm.std import tqdm as std_tqdm
 from . import decoding, judge, metrics, toolchains, verdicts
 from .metrics import final_verdicts, with_rounds  # noqa: F401 (re-exported: the book and notebooks use them)
 from .errors import UserError
-from .executors import make_executor
+from .executors import make_executor, run_batch
 from .judge import evaluate  # noqa: F401 (re-exported: tests and benchmarks use it)
 from .prompting import PROMPT_VERSION, build_messages, extract_program
 from .revision import code_revision
@@ -51,21 +51,39 @@ def progress_bar(total: int, desc: str, enabled: bool = True):
     print(f"{desc}: {bar.n}/{total} in {elapsed:.0f} s ({bar.n / elapsed if elapsed else 0:.2f}/s)")
 
 
+def batch_size(executor, jobs: int) -> int:
+    """Jobs per work unit: 1 on a local pool; on a dask cluster about four units per worker thread
+    (at most MAX_BATCH jobs each), so that a scheduler round trip per program does not dominate while
+    the units still spread evenly over the workers."""
+    threads = getattr(executor, "threads", None)
+    if not threads:
+        return 1
+    return max(1, min(MAX_BATCH, jobs // (4 * threads)))
+
+
+MAX_BATCH = 16
+
+
 def fan_out(jobs: list, on_result, executor: str | None, workers: int | None, desc: str, progress: bool) -> None:
     """Run jobs [(tag, fn, args)] on an Executor; call on_result(tag, result) in this process as each ends.
 
     Results are handled (stored) one at a time as they arrive, so an interrupt keeps every finished
-    one; on Ctrl-C or an error, queued jobs are cancelled instead of being run to the end.
+    one; on Ctrl-C or an error, queued jobs are cancelled instead of being run to the end. On a dask
+    cluster jobs travel in batches (`batch_size`); a batch's results are handled when it ends.
     """
     if not jobs:
         return
     ex = make_executor(executor, workers)
     try:
-        futures = {ex.submit(fn, *args): tag for tag, fn, args in jobs}
-        with progress_bar(len(futures), desc, progress) as bar:
+        size = batch_size(ex, len(jobs))
+        units = [jobs[i:i + size] for i in range(0, len(jobs), size)]
+        futures = {ex.submit(run_batch, [(fn, args) for _, fn, args in unit]): [tag for tag, _, _ in unit]
+                   for unit in units}
+        with progress_bar(len(jobs), desc, progress) as bar:
             for fut in as_completed(futures):
-                on_result(futures[fut], fut.result())
-                bar.update()
+                for tag, result in zip(futures[fut], fut.result()):
+                    on_result(tag, result)
+                    bar.update()
     except BaseException:
         ex.shutdown(wait=False, cancel_futures=True)
         raise

@@ -29,6 +29,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import settings
 from .paths import cache_dir, repo_root, runs_dir, tasks_dir
 
 SANDBOX_DIR = "/tmp/work"     # where the work directory appears inside the sandbox
@@ -133,7 +134,8 @@ def _hidden_paths(masked: list[str]) -> list[str]:
     root = repo_root()
     exposed = _exposed_paths(masked)
     candidates = {root / "data", root / "tests", root / "runs", root / ".cache", root / ".git", root / "book",
-                  tasks_dir(), runs_dir(), cache_dir("generations", "DSLBENCH_CACHE").parent}
+                  tasks_dir(), runs_dir(), cache_dir("generations", "DSLBENCH_CACHE").parent,
+                  cache_dir("oracle", "DSLBENCH_ORACLE_CACHE")}
     out = set()
     for c in candidates:
         c = Path(c).resolve()
@@ -162,7 +164,7 @@ def _drop_privileges(uid: int) -> list[str]:
 @functools.lru_cache(maxsize=1)
 def sandbox_mode() -> str:
     """Which isolation this machine gives us; probed once per process."""
-    if os.environ.get("DSLBENCH_SANDBOX") == "off":
+    if settings.get("DSLBENCH_SANDBOX") == "off":
         return "rlimits-only: disabled by DSLBENCH_SANDBOX=off"
     if not shutil.which("bwrap"):
         return "rlimits-only: bubblewrap (bwrap) not installed"

@@ -6,7 +6,6 @@ file, the line and the field.
 """
 from __future__ import annotations
 
-import os
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +13,7 @@ from typing import Any, Callable
 
 import yaml
 
+from . import settings
 from .errors import UserError
 from .paths import tasks_dir
 
@@ -283,7 +283,7 @@ def stratified_sample(items: list, n: int, seed: int, id_of: Callable, level_of:
 def task_sample() -> tuple[int | None, int]:
     """The per-DSL sample every stage uses (DSLBENCH_SAMPLE tasks per DSL, seed DSLBENCH_SEED), so that a
     2-core run and a paper-scale run of the same tree draw the same tasks; (None, 0) means all tasks."""
-    raw, seed = os.environ.get(SAMPLE_ENV, "").strip(), os.environ.get(SEED_ENV, "0").strip() or "0"
+    raw, seed = (settings.get(SAMPLE_ENV) or "").strip(), (settings.get(SEED_ENV) or "0").strip() or "0"
     try:
         n, s = (int(raw) if raw else None), int(seed)
     except ValueError:

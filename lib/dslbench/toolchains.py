@@ -2,7 +2,9 @@
 
 A DSL is one folder toolchains/<dsl>/ holding:
   toolchain.yaml     its card: language, domain, toolchain, validators, validation boundary, prompt rules
-  validator.py       a class `Validator(Toolchain)` with probe(), syntax(), semantic(), check_oracle()
+  validator.py       a class `Validator(Toolchain)`: it declares its probe (PACKAGES / BINARIES, or
+                     overrides probe()), judges with syntax() and semantic() (or levels() when one
+                     toolchain run yields both), and checks oracle specs with check_oracle()
   requirements.txt   pip requirements (exact pins), optional
   apt.txt            Debian packages, optional
 Nothing in the pipeline lists DSLs: they are discovered here.
@@ -17,8 +19,10 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import re
 import shutil
 import stat
+import subprocess
 import sys
 import types
 from collections.abc import Mapping
@@ -26,8 +30,8 @@ from dataclasses import dataclass, asdict
 from pathlib import Path
 import yaml
 
-from . import sandbox
-from .paths import toolchains_dir
+from . import sandbox, verdicts
+from .paths import cache_dir, toolchains_dir
 from .verdicts import STATUSES, LevelVerdict, settle  # noqa: F401 (re-exported for validators)
 
 
@@ -45,6 +49,18 @@ def installed_versions(packages: dict[str, str | None]) -> tuple[dict[str, str],
         if module and importlib.util.find_spec(module) is None:
             return versions, f"module '{module}' cannot be imported"
     return versions, ""
+
+
+def tool_version(cmd: list[str], pattern: str = r"(\d+\.\d+(?:\.\d+)*)", timeout: float = 60,
+                 env: dict | None = None) -> str:
+    """Group 1 of `pattern` in what a version command prints (stdout, then stderr); "" when it cannot
+    run or prints no match. The one place probes start a toolchain to ask its version."""
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=env)
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    m = re.search(pattern, out.stdout) or re.search(pattern, out.stderr)
+    return m.group(1) if m else ""
 
 
 @dataclass
@@ -69,12 +85,17 @@ class Toolchain(abc.ABC):
     """Base class of every DSL validator. Subclasses live in toolchains/<dsl>/validator.py.
 
     A verdict's reason (dslbench.verdicts.REASONS) is given with `self.verdict(..., reason=...)` when
-    the validator knows it; otherwise `judge_level` fills it in: a run that timed out, hit a limit or
+    the validator knows it; otherwise `judge` settles it: a run that timed out, hit a limit or
     died by a signal is the program's `timeout` / `resource_limit` / `runtime_error`, and any other
     `fail` gets the DSL's declared default below.
     """
     SYNTAX_FAIL = "parse_error"      # reason of a syntax-level fail (or "compile_error" for compilers)
     SEMANTIC_FAIL = "wrong_output"   # reason of a semantic-level fail (or "oracle_mismatch", ...)
+
+    # The declared probe (used by the default probe()): what must be installed, and how to read versions.
+    PACKAGES: dict[str, str | None] = {}    # PyPI distribution -> module that must import (None: any)
+    BINARIES: dict[str, tuple[list[str], str] | None] = {}   # executable -> (version command, regex) or None
+    INSTALL_HINT = ""                      # where the missing parts come from, e.g. "Debian package iverilog"
 
     def __init__(self, folder: Path, card: dict):
         self.folder = folder
@@ -82,17 +103,47 @@ class Toolchain(abc.ABC):
         self.card = card
 
     # --- what subclasses provide -------------------------------------------------------------
-    @abc.abstractmethod
     def probe(self) -> Probe:
-        """Which toolchain and version would judge programs here, or why none can."""
+        """Which toolchain and version would judge programs here, or why none can.
 
-    @abc.abstractmethod
+        By default from the declarations: every PACKAGES entry installed and importable, every
+        BINARIES entry on PATH; the version text is `describe(versions)`. Override for anything else.
+        """
+        versions, problem = installed_versions(self.PACKAGES)
+        for exe, how in self.BINARIES.items():
+            if problem:
+                break
+            if not shutil.which(exe):
+                problem = f"{exe} not on PATH"
+            elif how:
+                versions[exe] = tool_version(*how) or "?"
+        if problem:
+            return self.unavailable(problem + (f" ({self.INSTALL_HINT})" if self.INSTALL_HINT else ""))
+        return self.available(self.describe(versions))
+
+    def describe(self, versions: dict[str, str]) -> str:
+        """The probe's version text from the declared parts' versions."""
+        return ", ".join(f"{name} {v}" for name, v in versions.items())
+
     def syntax(self, program: str, task, work: Path) -> LevelVerdict:
         """Does the real toolchain accept the program? `work` holds the program and context files."""
+        raise NotImplementedError(f"{self.dsl}: the validator defines neither syntax() nor levels()")
 
-    @abc.abstractmethod
     def semantic(self, program: str, task, work: Path) -> LevelVerdict:
         """Does the program meet the task's oracle? Called only after syntax passed."""
+        raise NotImplementedError(f"{self.dsl}: the validator defines neither semantic() nor levels()")
+
+    def levels(self, program: str, task, work: Path) -> tuple[LevelVerdict, LevelVerdict | None]:
+        """Both levels before settling; the semantic one is None when it was not run.
+
+        Default: syntax(), then semantic() if syntax passed, each guarded on its own so a crash in
+        the second keeps the first. A toolchain whose one run yields both levels (a verifier that
+        resolves and proves in one call) overrides this instead of carrying state between calls.
+        """
+        syn = self._guarded(self.syntax, program, task, work)
+        if syn.status != "pass":    # settling never makes a pass of anything else
+            return syn, None
+        return syn, self._guarded(self.semantic, program, task, work)
 
     def check_oracle(self, task) -> list[tuple[str, str]]:
         """Problems with a task's oracle spec as (field, message); empty when fine."""
@@ -104,11 +155,23 @@ class Toolchain(abc.ABC):
         syntax level and fail the semantic one, and reports it apart from real gold."""
         return True
 
-    def import_upstream(self, source: Path) -> list[dict]:
-        """Task dicts (our schema, provenance.source = upstream) from the DSL's upstream benchmark files."""
+    def import_upstream(self, source: Path):
+        """A `dslbench.upstream.Imported`: task dicts in our schema (provenance.source = upstream) read from
+        the DSL's upstream benchmark as published, and every record skipped with a reason code
+        (`upstream.convert_each` does the per-record bookkeeping). An importer that can run the upstream
+        gold while importing also takes `verify_gold`."""
         raise ValueError(f"{self.dsl}: no loader for an upstream benchmark format")
 
     # --- shared helpers ----------------------------------------------------------------------
+    def available(self, version: str, **fields) -> Probe:
+        """A probe that found the card's toolchain (card fields `toolchain`, `dialect` unless given)."""
+        fields.setdefault("dialect", self.card.get("dialect", ""))
+        return Probe(self.dsl, fields.pop("toolchain", self.card.get("toolchain", self.dsl)), version, True, **fields)
+
+    def unavailable(self, reason: str, toolchain: str | None = None, version: str = "") -> Probe:
+        """A probe that cannot judge here, with the reason a user can act on."""
+        return Probe(self.dsl, toolchain or self.card.get("toolchain", self.dsl), version, False, reason)
+
     @property
     def fence(self) -> str:
         return self.card.get("fence", self.dsl)
@@ -146,14 +209,58 @@ class Toolchain(abc.ABC):
         result = self.run([Path(sys.executable).name, Path(scripts[0]).name, *args], work, env=env, **limit_overrides)
         if result.returncode != 0:
             return result, None
+        return result, self.read_report(work / report, result)
+
+    @staticmethod
+    def read_report(path: Path, result: sandbox.RunResult | None = None) -> dict | None:
+        """A runner's JSON report, or None when it is missing, cut off mid-write or not JSON. It is read
+        as the hostile program may have left it: never through a symlink, never unbounded; a replaced
+        report marks `result.tampered`."""
         try:
-            return result, json.loads(read_work_file(work / report))
+            return json.loads(read_work_file(path))
+        except FileNotFoundError:
+            return None
         except OSError as e:
-            if (work / report).is_symlink() or ((work / report).exists() and not (work / report).is_file()):
-                result.tampered = f"{report} was replaced by the program ({e})"
-            return result, None
+            if result is not None and (path.is_symlink() or (path.exists() and not path.is_file())):
+                result.tampered = f"{path.name} was replaced by the program ({e})"
+            return None
         except ValueError:
-            return result, None
+            return None
+
+    def gold_expected(self, task, compute) -> tuple[object, sandbox.RunResult | None]:
+        """The gold program's expected outputs for the task's oracle, and the run that made them
+        (None when they came from the oracle cache).
+
+        `compute(work)` runs the gold alone in a fresh work dir that holds only the task's context
+        files, and returns (JSON-ready outputs, or None when the gold does not run; the RunResult).
+        Outputs are kept in the oracle cache (.cache/oracle, DSLBENCH_ORACLE_CACHE) per task, gold,
+        oracle, context, toolchain version and judging code, so a gold runs once however many
+        candidates and models are judged. Only gold-only runs fill it: no candidate can poison it.
+        """
+        key = hashlib.sha256(json.dumps(
+            [ORACLE_CACHE_VERSION, self.dsl, task.id, task.gold, task.oracle, task.context, self.file_name,
+             probe(self.dsl).version, _code_fingerprint(str(self.folder))], sort_keys=True, default=str).encode()).hexdigest()
+        path = cache_dir("oracle", "DSLBENCH_ORACLE_CACHE") / self.dsl / f"{key}.json"
+        try:
+            return json.loads(path.read_text(encoding="utf-8"))["expected"], None
+        except (OSError, ValueError, KeyError):
+            pass
+        work = sandbox.new_workdir("dslbench-gold-")
+        try:
+            for name, content in task.context.items():
+                (work / name).write_text(content, encoding="utf-8")
+            expected, result = compute(work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        if expected is not None:
+            try:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+                tmp.write_text(json.dumps({"task": task.id, "expected": expected}), encoding="utf-8")
+                tmp.replace(path)
+            except OSError:
+                pass    # a read-only cache still judges, it just computes again
+        return expected, result
 
     @staticmethod
     def verdict(status: str, diagnostics: str, result: sandbox.RunResult | None = None,
@@ -168,21 +275,54 @@ class Toolchain(abc.ABC):
                             result.duration_s if duration_s is None else duration_s, result.mode, reason,
                             result.returncode, result.signal, result.timed_out, result.killed_for, expected)
 
-    def judge_level(self, level: str, program: str, task, work: Path) -> LevelVerdict:
-        """One level, settled: a crashing validator is a `harness_error`, never a verdict on the program."""
-        fn = self.syntax if level == "syntax" else self.semantic
+    @staticmethod
+    def _guarded(fn, *args) -> LevelVerdict:
+        """fn(*args), or a `harness_error` verdict when the validator crashes: never a verdict on the program."""
         try:
-            v = fn(program, task, work)
+            return fn(*args)
         except Exception as e:
-            import traceback
-            v = LevelVerdict("error", f"validator crashed: {type(e).__name__}: {e}",
-                             log=traceback.format_exc()[-4000:], reason="harness_error")
-        return settle(level, v, self.SYNTAX_FAIL, self.SEMANTIC_FAIL)
+            return _crashed(e)
+
+    def judge(self, program: str, task, work: Path) -> tuple[LevelVerdict, LevelVerdict]:
+        """Both levels, settled (dslbench.verdicts.settle): the one entry point the pipeline calls."""
+        try:
+            syn, sem = self.levels(program, task, work)
+        except Exception as e:   # an overriding levels() crashed as a whole
+            syn, sem = _crashed(e), None
+        syn = settle("syntax", syn, self.SYNTAX_FAIL, self.SEMANTIC_FAIL)
+        if syn.status != "pass":
+            return syn, verdicts.not_run(syn)
+        if sem is None:
+            sem = LevelVerdict("error", "the validator gave no semantic verdict after the syntax level passed",
+                               reason="harness_error")
+        return syn, settle("semantic", sem, self.SYNTAX_FAIL, self.SEMANTIC_FAIL)
 
     @property
     def validator_name(self) -> str:
-        """Where the code behind a verdict lives, relative to the repository."""
-        return f"toolchains/{self.dsl}/validator.py:{type(self).__name__}"
+        """Where the code behind a verdict lives, relative to the repository: the file and the methods
+        that judged (`levels` when one run yields both levels, else `syntax` and `semantic`)."""
+        joint = type(self).levels is not Toolchain.levels
+        return f"toolchains/{self.dsl}/validator.py:{type(self).__name__}." + ("levels" if joint else "syntax+semantic")
+
+
+ORACLE_CACHE_VERSION = 1
+JUDGE_CODE = (".py", ".js", ".gd", ".rego", ".groovy", ".yaml", ".json")
+
+
+@functools.lru_cache(maxsize=None)
+def _code_fingerprint(folder: str) -> str:
+    """A hash of the judging code in a DSL folder (its own files, not installed packages)."""
+    h = hashlib.sha256()
+    for path in sorted(Path(folder).iterdir()):
+        if path.is_file() and path.suffix in JUDGE_CODE:
+            h.update(path.name.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def _crashed(e: Exception) -> LevelVerdict:
+    import traceback
+    return LevelVerdict("error", f"validator crashed: {type(e).__name__}: {e}",
+                        log="".join(traceback.format_exception(e))[-4000:], reason="harness_error")
 
 
 REPORT_CAP = 64 * 1024 * 1024

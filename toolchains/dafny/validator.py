@@ -34,7 +34,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from dslbench.toolchains import Probe, Toolchain
+from dslbench import settings
+from dslbench.toolchains import Probe, Toolchain, tool_version
 
 TEST_FILE = "dslbench_test.dfy"
 DEFAULT_TIME_LIMIT = 120          # seconds per procedure: a safety net only
@@ -187,24 +188,15 @@ def hidden_test_line(error: str, test: str) -> str:
 
 
 def _version_of(exe: str) -> str:
-    for args in (["--version"], ["/version"]):
-        try:
-            r = subprocess.run([exe, *args], capture_output=True, text=True, timeout=60)
-        except (OSError, subprocess.SubprocessError):
-            continue
-        m = re.search(r"\b(\d+\.\d+\.\d+(?:\.\d+)?)", r.stdout + r.stderr)
-        if m:
-            return m.group(1)
-    return ""
+    """Dafny 4 answers `--version`, Dafny 2.3 `/version`."""
+    pattern = r"\b(\d+\.\d+\.\d+(?:\.\d+)?)"
+    return tool_version([exe, "--version"], pattern) or tool_version([exe, "/version"], pattern)
 
 
 class Validator(Toolchain):
     SYNTAX_FAIL = "compile_error"      # dafny resolves and type-checks
     SEMANTIC_FAIL = "verification_failed"  # the verifier (and the task's tests)
 
-    def __init__(self, folder, card):
-        super().__init__(folder, card)
-        self._joint = {}   # (work dir, program hash) -> the Dafny 2.3 run shared by both levels
     def _find(self) -> tuple[str, str]:
         """(executable, version) of the preferred Dafny: a Dafny 4+ anywhere on PATH, else 2.3."""
         seen, found = set(), []
@@ -220,19 +212,18 @@ class Validator(Toolchain):
 
     def probe(self) -> Probe:
         if not shutil.which("dafny"):
-            return Probe(self.dsl, self.card["toolchain"], "", False,
-                         "dafny not on PATH (Debian package dafny, or Dafny 4 from its release)")
+            return self.unavailable("dafny not on PATH (Debian package dafny, or Dafny 4 from its release)")
         exe, version = self._find()
         if not exe:
-            return Probe(self.dsl, self.card["toolchain"], "", False, "dafny found but it reports no version")
+            return self.unavailable("dafny found but it reports no version")
         self._exe, self._major = exe, int(version.split(".")[0])
         if self._major >= 4:
-            return Probe(self.dsl, f"Dafny {version} CLI (dafny resolve / dafny verify)", f"Dafny {version}", True,
-                         dialect="Dafny 4 with --function-syntax:3 --quantifier-syntax:3 (tasks are Dafny 2.3)",
-                         exact=False, stand_in_for="")
+            return self.available(f"Dafny {version}", toolchain=f"Dafny {version} CLI (dafny resolve / dafny verify)",
+                                  dialect="Dafny 4 with --function-syntax:3 --quantifier-syntax:3 (tasks are Dafny 2.3)",
+                                  exact=False, stand_in_for="")
         if not shutil.which("z3") and not Path("/usr/lib/dafny/z3").exists():
-            return Probe(self.dsl, self.card["toolchain"], version, False, "z3 not found (Debian package z3)")
-        return Probe(self.dsl, self.card["toolchain"], f"Dafny {version}", True, dialect=self.card["dialect"])
+            return self.unavailable("z3 not found (Debian package z3)", version=version)
+        return self.available(f"Dafny {version}")
 
     def _ensure(self):
         if not hasattr(self, "_exe"):
@@ -326,7 +317,20 @@ class Validator(Toolchain):
     def _resolve_alone(self, work: Path):
         return self.run(self._cmd("syntax", [self.file_name], 0), work)
 
+    def levels(self, program, task, work):
+        """With Dafny 2.3 one run resolves and verifies the candidate with the task's test: its
+        resolution decides the syntax level and the same run the semantic one (one mono + Boogie
+        start per program instead of two)."""
+        syn, joint = self._syntax(program, task, work)   # a crash here is judge()'s harness_error
+        if syn.status != "pass":
+            return syn, None
+        return syn, self._guarded(self.semantic, program, task, work, joint)
+
     def syntax(self, program, task, work):
+        return self._syntax(program, task, work)[0]
+
+    def _syntax(self, program, task, work):
+        """(syntax verdict, the Dafny 2.3 joint run the semantic level can reuse, or None)."""
         self._ensure()
         if self._major >= 4:
             result = self._resolve_alone(work)
@@ -342,14 +346,15 @@ class Validator(Toolchain):
                 # clash involves the test, and /noCheating:1 stops at bodyless declarations.
                 alone = self._resolve_alone(work)
                 if alone.returncode == 0 and not alone.timed_out:
-                    self._joint[(str(work), hash(program))] = result
-                    return self.verdict("pass", "parses and resolves", alone)
+                    return self.verdict("pass", "parses and resolves", alone), result
                 result = alone
             elif errors:
-                return self.verdict("fail", errors[0], result)
+                return self.verdict("fail", errors[0], result), None
             elif result.returncode in (0, 4):
-                self._joint[(str(work), hash(program))] = result
-                return self.verdict("pass", "parses and resolves (resolver of the verification run)", result)
+                return self.verdict("pass", "parses and resolves (resolver of the verification run)", result), result
+        return self._resolution_verdict(result), None
+
+    def _resolution_verdict(self, result):
         if result.timed_out:
             return self.verdict("fail", "dafny timed out while resolving", result)
         if result.returncode != 0:
@@ -361,12 +366,12 @@ class Validator(Toolchain):
             return self.verdict("fail", why, result)
         return self.verdict("pass", "parses and resolves", result)
 
-    def semantic(self, program, task, work):
+    def semantic(self, program, task, work, shared=None):
+        """`shared`: the joint Dafny 2.3 run of the syntax level (levels()), else verified here."""
         problems = cheats(program) + missing_signatures(program, task.oracle["signatures"])
         if problems:
             return self.verdict("fail", problems[0], duration_s=0.0)
         self._ensure()
-        shared = self._joint.pop((str(work), hash(program)), None)
         result = shared or self._joint_run(task, work)
         duration = 0.0 if shared else None
         if result.timed_out:
@@ -432,7 +437,7 @@ class Validator(Toolchain):
         made = convert_each(recs, lambda tid, rec: module.convert(tid, rec, folder, vmod, Skip),
                             progress=True, total=len(recs))
         if verify_gold is None:
-            verify_gold = os.environ.get("DSLBENCH_DAFNY_VERIFY_GOLD") == "1"
+            verify_gold = settings.get("DSLBENCH_DAFNY_VERIFY_GOLD") == "1"
         if verify_gold:
             self.mutant_tally = [0, 0]   # (killed, generated) mutants of the verified golds
             made = self._verify_golds(made, Skip, mutants=lambda t: module.mutant_candidates(t["gold"], t, vmod._STRIP))
@@ -444,7 +449,7 @@ class Validator(Toolchain):
         from concurrent.futures import ThreadPoolExecutor
         import tempfile
         from dslbench.upstream import Imported
-        wall = wall_s or float(os.environ.get("DSLBENCH_DAFNY_GOLD_WALL_S", "300"))
+        wall = wall_s or float(settings.get("DSLBENCH_DAFNY_GOLD_WALL_S"))
         self._ensure()
 
         def joint(task, program, seconds):
@@ -492,7 +497,7 @@ class Validator(Toolchain):
                 task = {**task, "mutants": kept}
             return task
 
-        with ThreadPoolExecutor(max_workers=int(os.environ.get("DSLBENCH_DAFNY_GOLD_JOBS", "2"))) as pool:
+        with ThreadPoolExecutor(max_workers=int(settings.get("DSLBENCH_DAFNY_GOLD_JOBS"))) as pool:
             results = list(pool.map(check, made.tasks))
         out = Imported([r for r in results if isinstance(r, dict)], list(made.skipped))
         out.skipped += [r for r in results if not isinstance(r, dict)]

@@ -20,14 +20,11 @@ The oracle spec (task.oracle):
   variants: [{file: text, ...}, ...]        hidden replacements of context files (other oracles): gold and
                                             candidate are compared again with each
 """
-import hashlib
 import json
 import re
-import shutil
-import sys
 from pathlib import Path
 
-from dslbench.toolchains import Probe, Toolchain, installed_versions
+from dslbench.toolchains import Toolchain
 
 RUNNER = Path(__file__).with_name("run_openqasm.py")
 MODES = ("unitary", "statevector", "counts")
@@ -38,8 +35,6 @@ IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*$")
 RESERVED = {"p", "x", "y", "z", "h", "s", "sdg", "t", "tdg", "sx", "rx", "ry", "rz", "cx", "cy", "cz", "cp", "crx",
             "cry", "crz", "ch", "swap", "ccx", "cswap", "cu", "CX", "phase", "cphase", "id", "u1", "u2", "u3", "U",
             "pi", "tau", "euler"}
-PACKAGES = {"openqasm3": "openqasm3", "antlr4-python3-runtime": "antlr4", "qiskit": "qiskit",
-            "qiskit-qasm3-import": "qiskit_qasm3_import", "qiskit-aer": "qiskit_aer"}
 
 
 def _is_int(v) -> bool:
@@ -69,13 +64,12 @@ class Validator(Toolchain):
     SYNTAX_FAIL = "parse_error"      # openqasm3 / Qiskit parse
     SEMANTIC_FAIL = "wrong_output"  # circuit simulation
 
-    def probe(self) -> Probe:
-        v, problem = installed_versions(PACKAGES)
-        if problem:
-            return Probe(self.dsl, self.card["toolchain"], "", False, problem)
-        version = (f"openqasm3 {v['openqasm3']} (ANTLR {v['antlr4-python3-runtime']}); Qiskit {v['qiskit']} + "
-                   f"qiskit-qasm3-import {v['qiskit-qasm3-import']}; Qiskit Aer {v['qiskit-aer']}")
-        return Probe(self.dsl, self.card["toolchain"], version, True, dialect=self.card["dialect"])
+    PACKAGES = {"openqasm3": "openqasm3", "antlr4-python3-runtime": "antlr4", "qiskit": "qiskit",
+                "qiskit-qasm3-import": "qiskit_qasm3_import", "qiskit-aer": "qiskit_aer"}
+
+    def describe(self, v):
+        return (f"openqasm3 {v['openqasm3']} (ANTLR {v['antlr4-python3-runtime']}); Qiskit {v['qiskit']} + "
+                f"qiskit-qasm3-import {v['qiskit-qasm3-import']}; Qiskit Aer {v['qiskit-aer']}")
 
     # --- the oracle spec ------------------------------------------------------------------------
     def check_oracle(self, task):
@@ -142,67 +136,59 @@ class Validator(Toolchain):
         return problems
 
     # --- running the sandboxed runner -----------------------------------------------------------
-    # One sandbox call judges both levels: syntax() runs the runner in mode "both", which writes the
-    # syntax report first and, only if the program passed, the semantic report; semantic() then uses
-    # that report (same program, same task) instead of starting Python and Qiskit a second time. A
-    # timeout or crash during the simulation cannot change the syntax verdict, whose report exists
-    # already. The two verdicts share the command and log; each gets its own share of the time.
-    def __init__(self, folder, card):
-        super().__init__(folder, card)
-        self._pending = {}   # work dir -> (key, RunResult, syntax seconds) of the combined run, for semantic()
-
-    @staticmethod
-    def _key(program: str, task) -> str:
-        return hashlib.sha256("\0".join([task.id, task.gold, program, json.dumps(task.oracle, sort_keys=True)])
-                              .encode()).hexdigest()
-
+    # One sandbox call judges both levels (levels()): the runner in mode "both" writes the syntax
+    # report first and, only if the program passed, the semantic report, so Python and Qiskit start
+    # once per program. A timeout or crash during the simulation cannot change the syntax verdict,
+    # whose report exists already. The two verdicts share the command and log; each gets its own
+    # share of the time. syntax() and semantic() judge one level alone (mode "syntax" / "semantic").
     def _job(self, mode: str, task) -> dict:
         variants = [dict(task.context)] + [{**task.context, **v} for v in task.oracle.get("variants", [])]
         return {"mode": mode, "program": self.file_name, "includes": dict(task.context), "gold": "gold.qasm",
                 "oracle": task.oracle, "variants": variants, "syntax_out": "syntax.json",
                 "semantic_out": "semantic.json"}
 
-    def _run(self, work: Path, job: dict, task):
-        shutil.copy(RUNNER, work / "run_openqasm.py")
+    def _run(self, work: Path, mode: str, task):
+        """(result, syntax report, semantic report) of one runner call; a report is None when absent."""
         (work / "gold.qasm").write_text(task.gold, encoding="utf-8")
-        (work / "job.json").write_text(json.dumps(job), encoding="utf-8")
-        for name in ("syntax.json", "semantic.json"):
-            (work / name).unlink(missing_ok=True)
+        (work / "job.json").write_text(json.dumps(self._job(mode, task)), encoding="utf-8")
+        (work / "semantic.json").unlink(missing_ok=True)
         env = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                "RAYON_NUM_THREADS": "1", "QISKIT_PARALLEL": "FALSE"}
-        return self.run([Path(sys.executable).name, "run_openqasm.py", "job.json"], work, env=env)
+        # the runner exits 0 also when the program fails; a report cut off by a limit reads as None
+        result, syntax = self.run_runner([RUNNER], ["job.json"], work, report="syntax.json", env=env)
+        if result.returncode != 0:   # a run killed mid-simulation still leaves its syntax report
+            syntax = self.read_report(work / "syntax.json", result)
+        return result, syntax, self.read_report(work / "semantic.json", result)
 
-    @staticmethod
-    def _report(work: Path, name: str):
-        path = work / name
-        try:
-            return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
-        except json.JSONDecodeError:  # cut off mid-write by a limit
-            return None
+    def levels(self, program, task, work):
+        result, syntax, semantic = self._run(work, "both", task)
+        if syntax is not None and semantic is None:  # the simulation was cut off: time until the syntax report
+            syntax_s = min(syntax.get("elapsed", result.duration_s), result.duration_s)
+        else:
+            syntax_s = max(result.duration_s - (semantic or {}).get("seconds", 0.0), 0.0)
+        syn = self._syntax_verdict(result, syntax, syntax_s)
+        if syn.status != "pass":
+            return syn, None
+        return syn, self._semantic_verdict(task, result, semantic, syntax_s)
 
     def syntax(self, program, task, work):
-        self._pending.pop(str(work), None)
-        result = self._run(work, self._job("both", task), task)
-        report = self._report(work, "syntax.json")
-        semantic = self._report(work, "semantic.json")
-        if report is not None and semantic is None:  # the simulation was cut off: time until the syntax report
-            duration = min(report.get("elapsed", result.duration_s), result.duration_s)
-        else:
-            duration = max(result.duration_s - (semantic or {}).get("seconds", 0.0), 0.0)
+        result, syntax, _ = self._run(work, "syntax", task)
+        return self._syntax_verdict(result, syntax, None)
+
+    def semantic(self, program, task, work):
+        result, _, semantic = self._run(work, "semantic", task)
+        return self._semantic_verdict(task, result, semantic, 0.0)
+
+    def _syntax_verdict(self, result, report, duration):
         if report is None:
             if result.timed_out:
                 return self.verdict("fail", f"parsing timed out after {self.limits().timeout_s:.0f} s", result)
             return self.verdict("error", f"OpenQASM runner failed (exit {result.returncode})", result)
         if not report["ok"]:
             return self.verdict("fail", report["error"], result)
-        self._pending[str(work)] = (self._key(program, task), result, duration)
         return self.verdict("pass", f"accepted by openqasm3 and Qiskit: {report['summary']}", result, duration)
 
-    def semantic(self, program, task, work):
-        key, result, syntax_s = self._pending.pop(str(work), (None, None, 0.0))
-        if key != self._key(program, task):  # not judged together with the syntax level: run it now
-            result, syntax_s = self._run(work, self._job("semantic", task), task), 0.0
-        report = self._report(work, "semantic.json")
+    def _semantic_verdict(self, task, result, report, syntax_s):
         if report is None:
             rest = max(result.duration_s - syntax_s, 0.0)
             if result.timed_out:

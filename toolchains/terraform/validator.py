@@ -27,9 +27,9 @@ import re
 import shutil
 import subprocess
 import sys
-import warnings
 from pathlib import Path
 
+from dslbench import settings
 from dslbench.sandbox import sandbox_mode
 from dslbench.toolchains import LevelVerdict, Probe, Toolchain
 
@@ -59,10 +59,10 @@ def find_terraform() -> tuple[str | None, str | None, str | None, str]:
 
     The provider dir sits in a filesystem mirror: <mirror>/registry.terraform.io/hashicorp/aws/<version>/<os_arch>.
     """
-    tf = os.environ.get("DSLBENCH_TERRAFORM") or shutil.which("terraform") or DEFAULT_TERRAFORM
+    tf = settings.get("DSLBENCH_TERRAFORM") or shutil.which("terraform") or DEFAULT_TERRAFORM
     if not (Path(tf).is_file() and os.access(tf, os.X_OK)):
         return None, None, None, "no terraform binary (PATH, DSLBENCH_TERRAFORM or /usr/local/bin/terraform)"
-    mirror = Path(os.environ.get("DSLBENCH_TF_PLUGINS") or DEFAULT_MIRROR)
+    mirror = Path(settings.get("DSLBENCH_TF_PLUGINS") or DEFAULT_MIRROR)
     found = []
     for d in mirror.glob(f"{AWS}/*/{_platform()}"):
         if _version_key(d.parent.name)[:1] == (5,) and list(d.glob("terraform-provider-aws*")):
@@ -176,43 +176,54 @@ class Validator(Toolchain):
                # address-space cap for terraform and the provider (Go; about 3 GB is needed)
                "tf_memory_mb": int(self.card.get("terraform_memory_mb", 4096)),
                # DSLBENCH_TF_REATTACH=0: let terraform start the provider itself for every command
-               "reattach": os.environ.get("DSLBENCH_TF_REATTACH", "1") != "0"}
+               "reattach": settings.get("DSLBENCH_TF_REATTACH") != "0"}
         (aux / "job.json").write_text(json.dumps(job), encoding="utf-8")
         # The policy is evaluated in the same sandboxed run, right after a successful plan.
         (aux / "policy.rego").write_text(task.oracle["policy"], encoding="utf-8")
         shutil.copy(LIB, aux / LIB.name)
         return aux
 
-    def _report(self, path: Path):
-        try:
-            data = json.loads(path.read_text(encoding="utf-8"))
-            return data if isinstance(data, dict) else None
-        except (OSError, ValueError):
-            return None
+    def _report(self, path: Path, result=None):
+        data = self.read_report(path, result)
+        return data if isinstance(data, dict) else None
+
+    # One sandboxed runner call judges both levels (levels()): it plans the configuration and, after a
+    # successful plan, evaluates the policy on it. syntax() and semantic() alone make the same call.
+    def levels(self, program, task, work):
+        syn, report = self._plan(task, work)
+        if syn.status != "pass":
+            return syn, None
+        return syn, self._guarded(self._policy, report, work)
 
     def syntax(self, program, task, work):
+        return self._plan(task, work)[0]
+
+    def semantic(self, program, task, work):
+        return self._policy(self._plan(task, work)[1], work)
+
+    def _plan(self, task, work) -> tuple[LevelVerdict, dict]:
+        """The syntax verdict of one runner call (plan, or the fallback's parse) and its report."""
         aux = self._prepare(task, work)
         mode = self._mode()
+        (aux / "report.json").unlink(missing_ok=True)
+        (aux / "policy.json").unlink(missing_ok=True)
         result = self.run([Path(sys.executable).name, ".dslbench/run_terraform.py", mode], work)
         if result.timed_out:
-            return self.verdict("fail", f"terraform timed out after {self.limits().timeout_s:.0f} s", result)
-        report = self._report(aux / "report.json") if result.returncode == 0 else None
+            return self.verdict("fail", f"terraform timed out after {self.limits().timeout_s:.0f} s", result), {}
+        report = self._report(aux / "report.json", result) if result.returncode == 0 else None
         if report is None or not isinstance(report.get("syntax"), dict):
             return self.verdict("error", f"terraform runner failed (exit {result.returncode}): "
                                          f"{_first(result.stderr.strip().splitlines()[-1] if result.stderr.strip() else '')}",
-                                result)
+                                result), {}
         syn = report["syntax"]
         prefix = "" if mode == "plan" else "[python-hcl2 fallback, weaker than terraform validate] "
         if syn.get("ok") is None:
-            return self.verdict("error", prefix + _first(str(syn.get("diagnostics", ""))), result)
-        return self.verdict("pass" if syn["ok"] else "fail", prefix + _first(str(syn.get("diagnostics", ""))), result)
+            return self.verdict("error", prefix + _first(str(syn.get("diagnostics", ""))), result), report
+        return self.verdict("pass" if syn["ok"] else "fail", prefix + _first(str(syn.get("diagnostics", ""))), result), report
 
-    def semantic(self, program, task, work):
+    def _policy(self, report: dict, work: Path) -> LevelVerdict:
+        """The semantic verdict: the plan of `report` and the policy evaluated right after it."""
         aux = work / ".dslbench"
-        report = self._report(aux / "report.json")
-        if report is None:                       # syntax() did not run in this work dir
-            self.syntax(program, task, work)
-            report = self._report(aux / "report.json") or {}
         plan = report.get("plan") or {}
         if not plan.get("ok"):
             errors = [str(e) for e in report.get("plan_errors") or [plan.get("diagnostics", "no plan")]]
@@ -220,9 +231,9 @@ class Validator(Toolchain):
                                 "python .dslbench/run_terraform.py plan  # plan step",
                                 "\n".join(f"error: {e}" for e in errors), 0.0, sandbox_mode())
         verdict, result = self._report(aux / "policy.json"), None
-        if verdict is None:                      # normally judged in the syntax run; else judge it now
+        if verdict is None:                      # normally judged in the plan run; else judge it now
             result = self.run([Path(sys.executable).name, ".dslbench/run_terraform.py", "policy"], work)
-            verdict = self._report(aux / "policy.json") if result.returncode == 0 else None
+            verdict = self._report(aux / "policy.json", result) if result.returncode == 0 else None
         if verdict is None or verdict.get("ok") is None:
             why = (verdict or {}).get("diagnostics") or "policy runner failed" + (
                 f" (exit {result.returncode})" if result else "")
@@ -250,7 +261,7 @@ class Validator(Toolchain):
                             expected=expected)
 
     # --- upstream: IaC-Eval CSV ------------------------------------------------------------------------
-    def import_upstream(self, source: Path) -> list[dict]:
+    def import_upstream(self, source: Path):
         return import_iac_eval(Path(source), self)
 
 
@@ -325,8 +336,9 @@ def _difficulty(value: str) -> str | None:
     return {1: "easy", 2: "easy", 3: "medium", 4: "medium", 5: "hard", 6: "hard"}.get(level)
 
 
-def import_iac_eval(source: Path, tc: Validator) -> list[dict]:
-    """IaC-Eval's CSV (one row per task) -> task dicts; raises on malformed records, skips unconvertible ones.
+def import_iac_eval(source: Path, tc: Validator):
+    """IaC-Eval's CSV (one row per task) -> Imported: task dicts, and every record not imported with a
+    reason code (malformed_record, policy_unusable). Only a file that is not an IaC-Eval CSV raises.
 
     Columns: Resource, Prompt, Rego intent, Difficulty (1-6), Reference output, Intent. The record
     number is its 1-based data row; `upstream_id` is "<file stem>:<row>".
@@ -334,7 +346,8 @@ def import_iac_eval(source: Path, tc: Validator) -> list[dict]:
     files = sorted(source.glob("*.csv")) if source.is_dir() else [source]
     if not files:
         raise ValueError(f"{source}: no IaC-Eval CSV file")
-    tasks, tc.skipped = [], []
+    from dslbench.upstream import Imported, Skip
+    out = Imported()
     for path in files:
         with open(path, newline="", encoding="utf-8") as f:
             reader = csv.DictReader(f)
@@ -344,24 +357,26 @@ def import_iac_eval(source: Path, tc: Validator) -> list[dict]:
             for row_no, row in enumerate(reader, start=1):
                 where = f"{path.name} record {row_no} (Resource {row.get('Resource', '').strip()!r})"
                 prompt, rego, gold = ((row.get(k) or "").strip() for k in ("Prompt", "Rego intent", "Reference output"))
-                for name, value in (("Prompt", prompt), ("Rego intent", rego), ("Reference output", gold)):
-                    if not value:
-                        raise ValueError(f"{where}: column '{name}' is empty")
+                empty = [name for name, value in (("Prompt", prompt), ("Rego intent", rego),
+                                                  ("Reference output", gold)) if not value]
+                if empty:
+                    out.skipped.append(Skip(where, "malformed_record", f"column '{empty[0]}' is empty"))
+                    continue
                 difficulty = _difficulty(row.get("Difficulty", ""))
                 if difficulty is None:
-                    raise ValueError(f"{where}: column 'Difficulty' must be an integer 1-6, got {row.get('Difficulty')!r}")
+                    out.skipped.append(Skip(where, "malformed_record", "column 'Difficulty' must be an integer 1-6, "
+                                                                       f"got {row.get('Difficulty')!r}"))
+                    continue
                 if not re.search(r"(?m)^\s*package\s+[\w.]+", rego):
-                    tc.skipped.append((where, "Rego intent has no package line"))
-                    warnings.warn(f"{where}: skipped: Rego intent has no package line")
+                    out.skipped.append(Skip(where, "policy_unusable", "Rego intent has no package line"))
                     continue
                 problems = policy_problems(rego, "document")
                 if problems:
-                    tc.skipped.append((where, problems[0]))
-                    warnings.warn(f"{where}: skipped: Rego intent {problems[0]}")
+                    out.skipped.append(Skip(where, "policy_unusable", f"Rego intent {problems[0]}"))
                     continue
                 resources = [r.strip() for r in re.split(r"[,\s]+", row.get("Resource", "")) if r.strip()]
                 intent = " ".join((row.get("Intent") or "").split())
-                tasks.append({
+                out.tasks.append({
                     "id": f"terraform-iaceval-{path.stem.lower().replace('_', '-')}-{row_no:04d}",
                     "dsl": tc.dsl, "domain": tc.card.get("domain", "DevOps/Infrastructure"),
                     "title": _first(f"{', '.join(resources) or 'Terraform'}: {intent or prompt}", 100),
@@ -373,4 +388,4 @@ def import_iac_eval(source: Path, tc: Validator) -> list[dict]:
                                    "licence": "as published with the IaC-Eval dataset (see its dataset card)"},
                     "split": "test", "mutants": [],
                 })
-    return tasks
+    return out
