@@ -1,5 +1,7 @@
 """Cypher validator: real FalkorDB runs (no mocks of the engine), the comparison rules, the Neo4j
 configuration handling and the CypherBench loader."""
+import importlib
+import json
 import sys
 from pathlib import Path
 
@@ -12,7 +14,9 @@ from dslbench.tasks import TaskError, load_task_file, load_tasks
 
 FIXTURES = Path(__file__).parent / "fixtures" / "cypher"
 TC = toolchains.get("cypher")
-V = sys.modules[type(TC).__module__]          # the validator module (helpers live there)
+V = sys.modules[type(TC).__module__]          # the validator module
+Q = importlib.import_module(f"{V.__package__}.query")      # query text helpers and FalkorDB gaps
+R = importlib.import_module(f"{V.__package__}.results")    # result comparison
 TASKS = {t.id: t for t in load_tasks(["cypher"])["cypher"]}
 
 
@@ -167,53 +171,53 @@ def test_repeated_relationship_type_adds_a_note(falkordb):
 # --- comparison rules (pure functions) ---------------------------------------------------------------
 
 def test_order_by_detection_uses_the_last_top_level_return():
-    assert V.ends_with_order_by("MATCH (n) RETURN n.x ORDER BY n.x")
-    assert V.ends_with_order_by("MATCH (n) RETURN n.x ORDER BY n.x SKIP 1 LIMIT 2")
-    assert not V.ends_with_order_by("MATCH (n) WITH n ORDER BY n.x RETURN collect(n.x)")
-    assert not V.ends_with_order_by("CALL { MATCH (n) RETURN n ORDER BY n.x LIMIT 1 } RETURN n.x")
-    assert not V.ends_with_order_by("MATCH (n) RETURN n.x AS `order by`")
-    assert not V.ends_with_order_by("MATCH (n) WHERE n.s = 'RETURN ORDER BY' RETURN n.x")
+    assert Q.ends_with_order_by("MATCH (n) RETURN n.x ORDER BY n.x")
+    assert Q.ends_with_order_by("MATCH (n) RETURN n.x ORDER BY n.x SKIP 1 LIMIT 2")
+    assert not Q.ends_with_order_by("MATCH (n) WITH n ORDER BY n.x RETURN collect(n.x)")
+    assert not Q.ends_with_order_by("CALL { MATCH (n) RETURN n ORDER BY n.x LIMIT 1 } RETURN n.x")
+    assert not Q.ends_with_order_by("MATCH (n) RETURN n.x AS `order by`")
+    assert not Q.ends_with_order_by("MATCH (n) WHERE n.s = 'RETURN ORDER BY' RETURN n.x")
 
 
 def test_canonical_values_and_tolerance():
     rs = lambda rows, cols=1: {"columns": [f"c{i}" for i in range(cols)], "rows": rows}
-    assert V.compare_results(rs([[2.0]]), rs([[2]]), ordered=True) is None
-    assert V.compare_results(rs([[0.1 + 0.2]]), rs([[0.3]]), ordered=True) is None
-    assert V.compare_results(rs([[1.0000001]]), rs([[1.0]]), ordered=True) is not None
-    assert V.compare_results(rs([[True]]), rs([[1]]), ordered=True) is not None
-    assert V.compare_results(rs([["a"], ["b"]]), rs([["b"], ["a"]]), ordered=False) is None
+    assert R.compare_results(rs([[2.0]]), rs([[2]]), ordered=True) is None
+    assert R.compare_results(rs([[0.1 + 0.2]]), rs([[0.3]]), ordered=True) is None
+    assert R.compare_results(rs([[1.0000001]]), rs([[1.0]]), ordered=True) is not None
+    assert R.compare_results(rs([[True]]), rs([[1]]), ordered=True) is not None
+    assert R.compare_results(rs([["a"], ["b"]]), rs([["b"], ["a"]]), ordered=False) is None
     # (what is wrong, what was expected): the expected rows only in the second part
-    assert V.compare_results(rs([["a"], ["b"]]), rs([["b"], ["a"]]), ordered=True) == (
+    assert R.compare_results(rs([["a"], ["b"]]), rs([["b"], ["a"]]), ordered=True) == (
         'row 1: got ["a"]', 'row 1: expected ["b"]')
-    assert V.compare_results(rs([["a"]]), rs([["a"], ["a"]]), ordered=False) == (     # multiplicity
+    assert R.compare_results(rs([["a"]]), rs([["a"], ["a"]]), ordered=False) == (     # multiplicity
         "1 row(s) returned; an expected row is missing", '2 row(s); missing row ["a"]')
-    assert V.compare_results(rs([["a"], ["c"]]), rs([["a"], ["b"]]), ordered=False) == (
+    assert R.compare_results(rs([["a"], ["c"]]), rs([["a"], ["b"]]), ordered=False) == (
         'an expected row is missing; unexpected row ["c"]', 'missing row ["b"]')
-    assert V.compare_results(rs([[[1, 2]]]), rs([[[2, 1]]]), ordered=False, list_order="ignore") is None
-    assert V.compare_results(rs([[[1, 2]]]), rs([[[2, 1]]]), ordered=False) is not None
-    assert V.compare_results(rs([[1, 2]], 2), rs([[1]]), ordered=False) == ("2 column(s) returned", "1 column(s)")
-    assert V.compare_results(rs([["x", 1]], 2), rs([[1, "x"]], 2), ordered=False, columns="any") is None
+    assert R.compare_results(rs([[[1, 2]]]), rs([[[2, 1]]]), ordered=False, list_order="ignore") is None
+    assert R.compare_results(rs([[[1, 2]]]), rs([[[2, 1]]]), ordered=False) is not None
+    assert R.compare_results(rs([[1, 2]], 2), rs([[1]]), ordered=False) == ("2 column(s) returned", "1 column(s)")
+    assert R.compare_results(rs([["x", 1]], 2), rs([[1, "x"]], 2), ordered=False, columns="any") is None
     node = {"~node": {"labels": ["B", "A"], "properties": {"y": 1, "x": 2.0}}}
     same = {"~node": {"labels": ["B", "A"], "properties": {"x": 2, "y": 1}}}
-    assert V.compare_results(rs([[node]]), rs([[same]]), ordered=True) is None
+    assert R.compare_results(rs([[node]]), rs([[same]]), ordered=True) is None
 
 
 def test_falkordb_gap_detection_is_specific():
-    assert V.falkordb_gap("RETURN upper('a')", "Unknown function 'upper'") is None          # not Neo4j 5
-    assert V.falkordb_gap("RETURN valueType(1)", "Unknown function 'valueType'")
-    assert V.falkordb_gap("RETURN 1", "FalkorDB does not currently support filter") is None
+    assert Q.falkordb_gap("RETURN upper('a')", "Unknown function 'upper'") is None          # not Neo4j 5
+    assert Q.falkordb_gap("RETURN valueType(1)", "Unknown function 'valueType'")
+    assert Q.falkordb_gap("RETURN 1", "FalkorDB does not currently support filter") is None
     q = "MATCH (a:Person) WHERE NOT EXISTS (a)<-[:FOLLOWS]-() RETURN a"
     msg = "errMsg: Invalid input ':': expected an identifier line: 1, column: 42, offset: 41 errCtx: x"
-    assert V.falkordb_gap(q, msg) is None
+    assert Q.falkordb_gap(q, msg) is None
     q = "MATCH (m:Movie) WHERE NOT exists((m)<-[:REVIEWED]-(:Person)) RETURN m"
-    assert "exists(pattern)" in V.falkordb_gap(q, "Unable to resolve filtered alias '(m)<-[:REVIEWED]-(:Person)'")
+    assert "exists(pattern)" in Q.falkordb_gap(q, "Unable to resolve filtered alias '(m)<-[:REVIEWED]-(:Person)'")
     q = "MATCH (m:Movie) WHERE NOT (m)<-[:REVIEWED]-(p:Person) RETURN m"    # p is new: Neo4j rejects it too
-    assert V.falkordb_gap(q, "Unable to resolve filtered alias '(m)<-[:REVIEWED]-(p:Person)'") is None
-    assert V.falkordb_gap(q, "Unable to resolve filtered alias 'm'") is None
+    assert Q.falkordb_gap(q, "Unable to resolve filtered alias '(m)<-[:REVIEWED]-(p:Person)'") is None
+    assert Q.falkordb_gap(q, "Unable to resolve filtered alias 'm'") is None
     # a variable-length relationship variable is a list in Neo4j 5, a path in FalkorDB
     msg = "Type mismatch: expected List, String, or Null but was Path"
-    assert "variable-length" in V.falkordb_gap("MATCH (a)-[rs:R*]->(b) RETURN size(rs)", msg)
-    assert V.falkordb_gap("MATCH p = (a)-[:R*]->(b) RETURN size(p)", msg) is None          # a real path misuse
+    assert "variable-length" in Q.falkordb_gap("MATCH (a)-[rs:R*]->(b) RETURN size(rs)", msg)
+    assert Q.falkordb_gap("MATCH p = (a)-[:R*]->(b) RETURN size(p)", msg) is None          # a real path misuse
 
 
 # --- configuration and availability ----------------------------------------------------------------
@@ -243,7 +247,7 @@ def test_neo4j_driver_values_are_normalized_like_falkordb_results():
                    {"k": [1, None]}]
     falkor = {"~node": {"labels": ["Film", "Movie"], "properties": {"runtime": 90, "title": "T"}}}
     rs = lambda v: {"columns": ["n"], "rows": [[v]]}
-    assert V.compare_results(rs(got[0]), rs(falkor), ordered=True) is None
+    assert R.compare_results(rs(got[0]), rs(falkor), ordered=True) is None
 
 
 def test_unreachable_neo4j_server_makes_cypher_unavailable(monkeypatch):
@@ -305,7 +309,9 @@ def test_task_schemas_match_the_bundled_graph_schemas():
 # --- CypherBench loader ----------------------------------------------------------------------------
 
 def test_cypherbench_import_maps_fields(tmp_path):
-    tasks = TC.import_upstream(FIXTURES / "cypherbench")
+    made = TC.import_upstream(FIXTURES / "cypherbench")
+    assert made.skipped == []
+    tasks = made.tasks
     assert [t["id"] for t in tasks] == ["cypher-cb-toyflix-0001", "cypher-cb-toyflix-0002",
                                         "cypher-cb-toyflix-0003", "cypher-cb-toyflix-0004"]
     first = tasks[0]
@@ -326,18 +332,26 @@ def test_cypherbench_import_maps_fields(tmp_path):
     assert len(written) == 4 and all(p.parent.name == "cypher" for p in written)
 
 
-def test_cypherbench_malformed_record_names_the_record(tmp_path):
-    with pytest.raises(ValueError, match=r"record 1 \(qid 'broken-2'\): field 'gold_cypher'"):
-        TC.import_upstream(FIXTURES / "cypherbench" / "malformed.json")
+def test_cypherbench_malformed_record_is_skipped_naming_the_record(tmp_path):
+    made = TC.import_upstream(FIXTURES / "cypherbench" / "malformed.json")
+    assert [t["id"] for t in made.tasks] == ["cypher-cb-good-1"]
+    assert [(s.record, s.reason) for s in made.skipped] == [("1", "malformed_record")]
+    assert "record 1 (qid 'broken-2'): field 'gold_cypher'" in made.skipped[0].detail
+    record = {"qid": "q", "graph": "g", "gold_cypher": "RETURN 1", "nl_question": "?",
+              "from_template": {"match_category": "a", "return_pattern_id": "b"}}
     bad = tmp_path / "test.json"
-    bad.write_text('[{"qid": "q", "graph": "g", "gold_cypher": "RETURN 1", "nl_question": "?", '
-                   '"answer_json": "not json", "from_template": {"match_category": "a", "return_pattern_id": "b"}}]')
-    with pytest.raises(ValueError, match="record 0 .*answer_json"):
+    bad.write_text(json.dumps([{**record, "answer_json": "not json"}, record, record]))
+    made = TC.import_upstream(bad)
+    assert [t["id"] for t in made.tasks] == ["cypher-cb-q"]
+    assert [(s.record, s.reason) for s in made.skipped] == [("0", "malformed_record"), ("2", "duplicate_id")]
+    assert "record 0 (qid 'q'): field 'answer_json' is not JSON" in made.skipped[0].detail
+    bad.write_text('{"qid": "q"}')
+    with pytest.raises(ValueError, match="expected a JSON list of records"):   # not CypherBench's layout at all
         TC.import_upstream(bad)
 
 
 def test_imported_tasks_judge_against_expected_answers_on_a_supplied_graph(falkordb, monkeypatch, tmp_path):
-    upstream.write_tasks("cypher", TC.import_upstream(FIXTURES / "cypherbench"), tmp_path)
+    upstream.write_tasks("cypher", TC.import_upstream(FIXTURES / "cypherbench").tasks, tmp_path)
     tasks = {p.stem: load_task_file(p, TC.check_oracle) for p in (tmp_path / "cypher").glob("*.yaml")}
     members = tasks["cypher-cb-toyflix-0003"]
     # graph not supplied: syntax judged against an empty graph, semantics not judged

@@ -170,7 +170,8 @@ def soleval(tmp_path):
 
 def test_soleval_loader_maps_function_records(soleval):
     tcs = toolchains.get("solidity")
-    tasks = tcs.import_upstream(soleval)
+    made = tcs.import_upstream(soleval)
+    tasks = made.tasks
     assert [t["id"] for t in tasks] == ["solidity-soleval-0001"]
     t = tasks[0]
     assert t["provenance"] == {"source": "upstream", "benchmark": "SolEval", "licence": "MIT",
@@ -185,13 +186,17 @@ def test_soleval_loader_maps_function_records(soleval):
     context = t["context"]["Vault.sol"]
     assert context.count(o["marker"]) == 1 and "function deposit()" not in context
     assert "function sweep" in context and t["mutants"] == [] and t["failure_modes"] == []
-    reasons = dict(tcs.last_import_skipped)
-    assert "not a function" in reasons["/root/demo-vault/contracts/Vault.sol::Vault.Unauthorized"]
-    assert "no comment" in reasons["/root/demo-vault/contracts/Vault.sol::Vault.sweep"]
-    assert "do not hold function withdraw" in reasons["/root/demo-vault/contracts/Vault.sol::Vault.withdraw"]
-    assert "no resolvable contract context" in reasons["/root/missing-repo/contracts/Gone.sol::Gone.ping"]
+    skipped = {s.record: s for s in made.skipped}
+    assert {r: s.reason for r, s in skipped.items()} == {
+        "/root/demo-vault/contracts/Vault.sol::Vault.Unauthorized": "not_a_function",
+        "/root/demo-vault/contracts/Vault.sol::Vault.sweep": "no_comment",
+        "/root/demo-vault/contracts/Vault.sol::Vault.withdraw": "no_context",
+        "/root/missing-repo/contracts/Gone.sol::Gone.ping": "no_context"}
+    assert "not a function" in skipped["/root/demo-vault/contracts/Vault.sol::Vault.Unauthorized"].detail
+    assert "do not hold function withdraw" in skipped["/root/demo-vault/contracts/Vault.sol::Vault.withdraw"].detail
+    assert "no resolvable contract context" in skipped["/root/missing-repo/contracts/Gone.sol::Gone.ping"].detail
     # The dataset file itself works as the source too.
-    assert tcs.import_upstream(soleval / "data" / "dataset.json")[0]["oracle"] == o
+    assert tcs.import_upstream(soleval / "data" / "dataset.json").tasks[0]["oracle"] == o
 
 
 def test_soleval_tasks_load_strictly_and_compile_in_the_repository(soleval, tmp_path, tc):
@@ -211,16 +216,20 @@ def test_soleval_tasks_load_strictly_and_compile_in_the_repository(soleval, tmp_
     assert out["syntax"]["status"] == "unavailable" and "not on this machine" in out["syntax"]["diagnostics"]
 
 
-def test_soleval_malformed_record_is_named(soleval, tmp_path):
+def test_soleval_malformed_record_is_named_and_skipped(soleval, tmp_path):
+    """One bad record is skipped with its name and reason; the others are still imported."""
     dataset = soleval / "data" / "dataset.json"
     data = json.loads(dataset.read_text())
     del data["/root/demo-vault/contracts/Vault.sol"][1]["body"]
     dataset.write_text(json.dumps(data))
-    with pytest.raises(ValueError, match=r"record /root/demo-vault/contracts/Vault.sol\[1\] lacks the field 'body'"):
-        toolchains.get("solidity").import_upstream(soleval)
+    made = toolchains.get("solidity").import_upstream(soleval)
+    bad = [s for s in made.skipped if s.reason == "malformed_record"]
+    assert [s.record for s in bad] == ["/root/demo-vault/contracts/Vault.sol[1]"]
+    assert "lacks the field 'body'" in bad[0].detail
     dataset.write_text(json.dumps({"x.sol": {"identifier": "f"}}))
-    with pytest.raises(ValueError, match="record list of 'x.sol' is a dict"):
-        toolchains.get("solidity").import_upstream(soleval)
+    made = toolchains.get("solidity").import_upstream(soleval)
+    assert made.tasks == [] and [(s.record, s.reason) for s in made.skipped] == [("x.sol", "malformed_record")]
+    assert "record list is a dict" in made.skipped[0].detail
     with pytest.raises(ValueError, match="no data/dataset.json"):
         toolchains.get("solidity").import_upstream(tmp_path / "empty")
 

@@ -31,18 +31,16 @@ Values: YAML scalars, lists and mappings (-> Dictionary); {Vector2: [x, y]}, {Ve
 """
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import math
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
 from dslbench import sandbox
-from dslbench.toolchains import Probe, Toolchain
+from dslbench.toolchains import Toolchain, tool_version
 
 HERE = Path(__file__).parent
 HARNESS = HERE / "harness.gd"
@@ -403,16 +401,6 @@ def _first_error(text: str) -> str:
     return ""
 
 
-@functools.lru_cache(maxsize=None)
-def _version(binary: str) -> str:
-    try:
-        r = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    lines = [l for l in (r.stdout + r.stderr).splitlines() if re.match(r"^\d+\.\d+", l.strip())]
-    return lines[-1].strip() if lines else ""
-
-
 # The syntax check of a task whose context is a project with autoloads (see syntax()).
 LOAD_CHECK = """extends SceneTree
 
@@ -442,7 +430,7 @@ class Validator(Toolchain):
             path = shutil.which(name)
             if not path or any(Path(path).resolve() == Path(p).resolve() for p, _ in found):
                 continue
-            version = _version(path)
+            version = tool_version([path, "--version"], r"(?m)^\s*(\d+\.\d+.*?)\s*$", 20)   # 3.2.3.stable.custom_build
             if not version:
                 notes.append(f"{name}: no version")
                 continue
@@ -471,15 +459,13 @@ class Validator(Toolchain):
             self._judge_cache = (key, self._find_judge())
         return self._judge_cache[1]
 
-    def probe(self) -> Probe:
+    def probe(self):
         self.__dict__.pop("_judge_cache", None)      # toolchains.probe caches; a direct call re-checks
         path, version, note = self._judge
         if path is None:
             why = "no Godot 3 binary on PATH (Debian package godot3-server)"
-            return Probe(self.dsl, self.card["toolchain"], "", False, why + (f"; {note}" if note else ""),
-                         dialect=self.card["dialect"])
-        shown = f"Godot {version} ({Path(path).name})" + (f"; {note}" if note else "")
-        return Probe(self.dsl, self.card["toolchain"], shown, True, dialect=self.card["dialect"])
+            return self.unavailable(why + (f"; {note}" if note else ""))
+        return self.available(f"Godot {version} ({Path(path).name})" + (f"; {note}" if note else ""))
 
     @property
     def binary(self) -> str:

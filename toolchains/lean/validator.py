@@ -19,7 +19,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
-from dslbench.toolchains import Probe, Toolchain
+from dslbench.toolchains import Toolchain, tool_version
 from dslbench.upstream import Imported, NotThisBenchmark, Skip, convert_each
 
 from . import leancheck as lc
@@ -85,27 +85,25 @@ class Validator(Toolchain):
     SYNTAX_FAIL = "compile_error"      # Lean elaborates
     SEMANTIC_FAIL = "verification_failed"  # proof checking
 
-    def probe(self) -> Probe:
+    def probe(self):
         lean = shutil.which("lean")
         if not lean:
             why = ("lean not on PATH" + (" (lake is, but lean is not)" if shutil.which("lake") else "") +
                    ": no Lean 4 toolchain is installable here from Debian, PyPI or npm (elan downloads "
                    "toolchains at install time); install one with elan to judge Lean tasks")
-            return Probe(self.dsl, self.card["toolchain"], "", False, why)
-        out = subprocess.run([lean, "--version"], capture_output=True, text=True, timeout=60)
-        mo = re.search(r"version\s+(\d+\.\d+\.\d+[\w.+-]*)", out.stdout)
-        if out.returncode != 0 or not mo:
-            return Probe(self.dsl, self.card["toolchain"], "", False,
-                         f"`lean --version` did not report a Lean 4 version: {(out.stdout + out.stderr).strip()[:200]}")
+            return self.unavailable(why)
+        out = tool_version([lean, "--version"], r"(?s)(.+)").strip()    # all it prints, for the reason below
+        mo = re.search(r"version\s+(\d+\.\d+\.\d+[\w.+-]*)", out)
+        if not mo:
+            return self.unavailable(f"`lean --version` did not report a Lean 4 version: {out[:200]}")
         if not mo.group(1).startswith("4."):
-            return Probe(self.dsl, self.card["toolchain"], mo.group(1), False,
-                         f"lean on PATH is version {mo.group(1)}, not Lean 4")
+            return self.unavailable(f"lean on PATH is version {mo.group(1)}, not Lean 4", version=mo.group(1))
         # The sandbox has its own PATH and HOME (an elan proxy in ~/.elan would not resolve there):
         # run the toolchain's real binary, found through `lean --print-prefix`.
-        pre = subprocess.run([lean, "--print-prefix"], capture_output=True, text=True, timeout=60).stdout.strip()
+        pre = tool_version([lean, "--print-prefix"], r"(\S(?:.*\S)?)")
         real = Path(pre) / "bin" / "lean" if pre and not pre.startswith("Lean") else None
         self.lean_bin = str(real) if real and real.is_file() else os.path.realpath(lean)
-        return Probe(self.dsl, self.card["toolchain"], f"Lean {mo.group(1)}", True, dialect=self.card["dialect"])
+        return self.available(f"Lean {mo.group(1)}")
 
     def gold_is_solution(self, task) -> bool:
         # imported miniF2F/PutnamBench tasks: the gold is the upstream statement with `sorry`

@@ -21,6 +21,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from dslbench.upstream import Imported, Skip, convert_each
+
 BENCHMARK = "SolEval"
 LICENCE = "MIT"
 MARKER = "/* DSLBENCH: the function {name} goes here */"
@@ -56,8 +58,8 @@ def _difficulty(body: str) -> str:
     return "easy" if n <= 8 else "medium" if n <= 25 else "hard"
 
 
-def load(source: Path) -> tuple[list[dict], list[tuple[str, str]]]:
-    """Tasks and skipped records [(upstream_id, reason)]; a malformed record raises ValueError naming it."""
+def load(source: Path) -> Imported:
+    """Tasks and skipped records; a malformed record is skipped (`malformed_record`), naming it."""
     dataset, repositories = _locate(source)
     try:
         data = json.loads(dataset.read_text(encoding="utf-8"))
@@ -65,81 +67,85 @@ def load(source: Path) -> tuple[list[dict], list[tuple[str, str]]]:
         raise ValueError(f"{dataset}: not valid JSON: {e}") from None
     if not isinstance(data, dict):
         raise ValueError(f"{dataset}: expected an object mapping file paths to lists of function records")
-    tasks, skipped = [], []
-    for path, records in data.items():
-        if not isinstance(records, list):
-            raise ValueError(f"{dataset}: record list of '{path}' is a {type(records).__name__}, expected a list")
+    records = []
+    for path, recs in data.items():
+        if not isinstance(recs, list):
+            records.append((path, Skip(path, "malformed_record", f"the record list is a {type(recs).__name__}, "
+                                                                 f"expected a list")))
+            continue
         repo, rel = _split(path)
         file = repositories / repo / rel
         lines = file.read_text(encoding="utf-8").splitlines() if rel and file.is_file() else None
-        for i, rec in enumerate(records):
-            where = f"{path}[{i}]"
-            if not isinstance(rec, dict):
-                raise ValueError(f"{dataset}: record {where} is not an object")
-            for key in REQUIRED:
-                if key not in rec:
-                    raise ValueError(f"{dataset}: record {where} lacks the field '{key}'")
-            try:
-                start, end = int(rec["start"]), int(rec["end"])
-            except (TypeError, ValueError):
-                raise ValueError(f"{dataset}: record {where}: start/end must be line numbers, got "
-                                 f"{rec['start']!r}/{rec['end']!r}") from None
-            name = str(rec["identifier"])
-            upstream_id = f"{path}::{rec.get('class') or '?'}.{name}"
-            # SolEval also lists errors, events and constants (sometimes with a "function ..." signature).
-            if not str(rec["full_signature"]).strip().startswith("function") \
-                    or not str(rec["body"]).lstrip().startswith("function"):
-                skipped.append((upstream_id, "not a function (error, event or constant declaration)"))
-                continue
-            comment = (rec.get("human_labeled_comment") or rec.get("comment") or "").strip()
-            if not comment:
-                skipped.append((upstream_id, "no comment to build the instruction from"))
-                continue
-            if not str(rec["body"]).strip():
-                skipped.append((upstream_id, "empty body (no gold)"))
-                continue
-            if lines is None:
-                skipped.append((upstream_id, f"no resolvable contract context: {repo}/{rel} is not in "
-                                             f"{repositories}"))
-                continue
-            if not (1 <= start <= end <= len(lines)) or f"function {name}" not in "\n".join(lines[start - 1:end]):
-                skipped.append((upstream_id, f"no resolvable contract context: lines {start}-{end} of {rel} "
-                                             f"do not hold function {name} (another repository version?)"))
-                continue
-            indent = lines[start - 1][: len(lines[start - 1]) - len(lines[start - 1].lstrip())]
-            marker = MARKER.format(name=name)
-            unit = Path(rel).name
-            context = "\n".join(lines[: start - 1] + [indent + marker] + lines[end:]) + "\n"
-            testcase = str(rec.get("testcase") or "").strip()
-            tests = f"forge test --match-path {testcase}" if testcase else f"forge test (tests covering {rel})"
-            contract = rec.get("class") or "the contract"
-            instruction = (
-                f"Complete the function `{name}` of `{contract}` in `{rel}` (repository `{repo}`).\n"
-                f"Signature: `{str(rec['full_signature']).strip()}`\n\n"
-                f"What it must do (the benchmark's description):\n{comment}\n\n"
-                f"The file is given as context, with the line `{marker}` where the function belongs. "
-                f"Write only the complete function definition (signature and body): it replaces that line "
-                f"and the file is compiled inside the repository.")
-            constructs = ["function completion", "repository context"]
-            if rec.get("visibility"):
-                constructs.append(f"{rec['visibility']} function")
-            tasks.append({
-                "id": f"solidity-soleval-{len(tasks) + 1:04d}",
-                "dsl": "solidity",
-                "domain": "Smart Contracts",
-                "title": f"{contract}.{name} ({repo})",
-                "difficulty": _difficulty(str(rec["body"])),
-                "constructs": constructs,
-                "failure_modes": [],
-                "instruction": instruction,
-                "context": {unit: context},
-                "gold": str(rec["body"]).strip("\n") + "\n",
-                "oracle": {"kind": "repository", "repository": str((repositories / repo).resolve()),
-                           "file": rel, "unit": unit, "function": name, "marker": marker,
-                           "lines": f"{start}-{end}", "tests": tests},
-                "provenance": {"source": "upstream", "benchmark": BENCHMARK, "upstream_id": upstream_id,
-                               "licence": LICENCE},
-                "split": "test",
-                "mutants": [],
-            })
-    return tasks, skipped
+        records += [(f"{path}[{i}]", (path, repo, rel, lines, rec)) for i, rec in enumerate(recs)]
+    made = 0   # tasks made so far: they are numbered in order
+
+    def convert(where, record):
+        nonlocal made
+        if isinstance(record, Skip):
+            return record
+        path, repo, rel, lines, rec = record
+        if not isinstance(rec, dict):
+            raise TypeError("the record is not an object")
+        for key in REQUIRED:
+            if key not in rec:
+                raise ValueError(f"the record lacks the field '{key}'")
+        try:
+            start, end = int(rec["start"]), int(rec["end"])
+        except (TypeError, ValueError):
+            raise ValueError(f"start/end must be line numbers, got {rec['start']!r}/{rec['end']!r}") from None
+        name = str(rec["identifier"])
+        upstream_id = f"{path}::{rec.get('class') or '?'}.{name}"
+        # SolEval also lists errors, events and constants (sometimes with a "function ..." signature).
+        if not str(rec["full_signature"]).strip().startswith("function") \
+                or not str(rec["body"]).lstrip().startswith("function"):
+            return Skip(upstream_id, "not_a_function", "not a function (error, event or constant declaration)")
+        comment = (rec.get("human_labeled_comment") or rec.get("comment") or "").strip()
+        if not comment:
+            return Skip(upstream_id, "no_comment", "no comment to build the instruction from")
+        if not str(rec["body"]).strip():
+            return Skip(upstream_id, "no_gold", "empty body (no gold)")
+        if lines is None:
+            return Skip(upstream_id, "no_context", f"no resolvable contract context: {repo}/{rel} is not in "
+                                                   f"{repositories}")
+        if not (1 <= start <= end <= len(lines)) or f"function {name}" not in "\n".join(lines[start - 1:end]):
+            return Skip(upstream_id, "no_context", f"no resolvable contract context: lines {start}-{end} of {rel} "
+                                                   f"do not hold function {name} (another repository version?)")
+        indent = lines[start - 1][: len(lines[start - 1]) - len(lines[start - 1].lstrip())]
+        marker = MARKER.format(name=name)
+        unit = Path(rel).name
+        context = "\n".join(lines[: start - 1] + [indent + marker] + lines[end:]) + "\n"
+        testcase = str(rec.get("testcase") or "").strip()
+        tests = f"forge test --match-path {testcase}" if testcase else f"forge test (tests covering {rel})"
+        contract = rec.get("class") or "the contract"
+        instruction = (
+            f"Complete the function `{name}` of `{contract}` in `{rel}` (repository `{repo}`).\n"
+            f"Signature: `{str(rec['full_signature']).strip()}`\n\n"
+            f"What it must do (the benchmark's description):\n{comment}\n\n"
+            f"The file is given as context, with the line `{marker}` where the function belongs. "
+            f"Write only the complete function definition (signature and body): it replaces that line "
+            f"and the file is compiled inside the repository.")
+        constructs = ["function completion", "repository context"]
+        if rec.get("visibility"):
+            constructs.append(f"{rec['visibility']} function")
+        made += 1
+        return {
+            "id": f"solidity-soleval-{made:04d}",
+            "dsl": "solidity",
+            "domain": "Smart Contracts",
+            "title": f"{contract}.{name} ({repo})",
+            "difficulty": _difficulty(str(rec["body"])),
+            "constructs": constructs,
+            "failure_modes": [],
+            "instruction": instruction,
+            "context": {unit: context},
+            "gold": str(rec["body"]).strip("\n") + "\n",
+            "oracle": {"kind": "repository", "repository": str((repositories / repo).resolve()),
+                       "file": rel, "unit": unit, "function": name, "marker": marker,
+                       "lines": f"{start}-{end}", "tests": tests},
+            "provenance": {"source": "upstream", "benchmark": BENCHMARK, "upstream_id": upstream_id,
+                           "licence": LICENCE},
+            "split": "test",
+            "mutants": [],
+        }
+
+    return convert_each(records, convert, progress=True, total=len(records))

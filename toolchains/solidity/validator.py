@@ -43,11 +43,11 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from dslbench import sandbox
-from dslbench.toolchains import Probe, Toolchain, installed_versions
+from dslbench.toolchains import Toolchain
+from dslbench.upstream import Imported
 
 HERE = Path(__file__).resolve().parent
 COMPILER = HERE / "solc_compile.js"
@@ -68,7 +68,6 @@ MODIFIERS = {
 }
 IDENT = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
 AMOUNT = re.compile(r"^\s*-?\d+\s*(wei|gwei|ether)\s*$")
-PY_PACKAGES = ("eth-tester", "py-evm", "eth-abi")
 
 
 def _node_modules() -> Path | None:
@@ -153,28 +152,24 @@ class Validator(Toolchain):
     SEMANTIC_FAIL = "wrong_output"  # scenario tests
 
     # --- toolchain ------------------------------------------------------------------------------
-    def probe(self) -> Probe:
-        name = self.card["toolchain"]
-        node = shutil.which("node")
-        if not node:
-            return Probe(self.dsl, name, "", False, "node is not on PATH (Debian package nodejs)")
-        modules = _node_modules()
-        if modules is None:
-            return Probe(self.dsl, name, "", False,
-                         "solc-js is not installed: run `npm ci` in toolchains/solidity (install.sh does)")
-        versions, problem = installed_versions(dict.fromkeys(PY_PACKAGES))
-        if problem:
-            return Probe(self.dsl, name, "", False, problem)
-        solc = json.loads((modules / "solc" / "package.json").read_text())["version"]
-        node_v = subprocess.run([node, "--version"], capture_output=True, text=True, timeout=20).stdout.strip()
-        judge = f"solc-js {solc} (node {node_v}{'' if _node_flags()[1] else ', without an address-space limit'})"
+    PACKAGES = {"eth-tester": None, "py-evm": None, "eth-abi": None}
+    BINARIES = {"node": (["node", "--version"], r"(v\d\S*)")}
+    INSTALL_HINT = "install.sh installs them: Debian package nodejs, toolchains/solidity/requirements.txt"
+
+    def probe(self):
+        if _node_modules() is None:
+            return self.unavailable("solc-js is not installed: run `npm ci` in toolchains/solidity (install.sh does)")
+        return super().probe()
+
+    def describe(self, versions):
+        solc = json.loads((_node_modules() / "solc" / "package.json").read_text())["version"]
+        judge = f"solc-js {solc} (node {versions['node']}{'' if _node_flags()[1] else ', without an address-space limit'})"
         forge, note = self._forge()
         if forge:
             judge = (f"forge {forge['forge_version']} with solc {forge['solc_version']} (syntax); {judge} compiles "
                      f"for the scenarios")
-        version = (f"{judge}; semantics: eth-tester {versions['eth-tester']} + py-evm {versions['py-evm']}"
-                   + (f"; {note}" if note else ""))
-        return Probe(self.dsl, name, version, True, dialect=self.card["dialect"])
+        return (f"{judge}; semantics: eth-tester {versions['eth-tester']} + py-evm {versions['py-evm']}"
+                + (f"; {note}" if note else ""))
 
     def _forge(self) -> tuple[dict | None, str]:
         """(forge setup or None, note). forge judges syntax when it and a native solc 0.8 run in the sandbox.
@@ -247,9 +242,7 @@ class Validator(Toolchain):
         extra = {} if limited else {"memory_mb": None}   # WebAssembly reserves ~10 GB of address space
         result = self.run(["node", *flags, "solc_compile.js", "compile_job.json"], work,
                           env={"NODE_PATH": str(modules)} if modules else None, **extra)
-        path = work / "compiled.json"
-        report = json.loads(path.read_text(encoding="utf-8")) if path.exists() and result.returncode == 0 else None
-        return result, report
+        return result, self.read_report(work / "compiled.json", result) if result.returncode == 0 else None
 
     @staticmethod
     def _errors(entry: dict, severity: str) -> list[dict]:
@@ -301,8 +294,7 @@ class Validator(Toolchain):
         gold_unit = "gold.sol"
         support = list(task.oracle.get("support", []))
         wanted = [self.file_name, gold_unit, *support]
-        path = work / "compiled.json"
-        report = json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+        report = self.read_report(work / "compiled.json")
         compile_result = None
         if report is None or any(u not in report["files"] for u in wanted):
             (work / gold_unit).write_text(task.gold, encoding="utf-8")
@@ -331,18 +323,15 @@ class Validator(Toolchain):
                 "programs": {"gold": artifact(gold_unit), "candidate": artifact(self.file_name)},
                 "order": ["gold", "candidate"]}
         (work / "spec.json").write_text(json.dumps(spec), encoding="utf-8")
-        shutil.copy(RUNNER, work / "run_sol.py")
-        result = self.run([Path(sys.executable).name, "run_sol.py", "spec.json", "report.json"], work)
+        result, rep = self.run_runner([RUNNER], ["spec.json", "report.json"], work)
         duration = result.duration_s + (compile_result.duration_s if compile_result else 0.0)
-        out = work / "report.json"
         if result.timed_out:
             return self.verdict("fail", f"scenarios timed out after {self.limits().timeout_s:.0f} s "
                                         f"(non-terminating or very expensive code?)", result, duration)
-        if not out.exists() or result.returncode != 0:
+        if rep is None:
             return self.verdict("error", f"scenario runner failed (exit {result.returncode}): "
                                          f"{_first_line(result.stderr.strip().splitlines()[-1] if result.stderr.strip() else '')}",
                                 result, duration)
-        rep = json.loads(out.read_text(encoding="utf-8"))
         gold = rep["gold"]
         if gold["declares"]:
             return self.verdict("error", f"the gold does not meet the oracle: {gold['declares']}", result, duration,
@@ -569,14 +558,6 @@ class Validator(Toolchain):
         result, report = self._compile(work, files)
         return self._syntax_verdict(result, report, o["file"], prefix=f"{o['function']} spliced into {o['file']}: ")
 
-    def import_upstream(self, source: Path) -> list[dict]:
-        from . import soleval as module
-        tasks, skipped = module.load(Path(source))
-        self.last_import_skipped = skipped
-        if skipped:
-            import logging
-            log = logging.getLogger("dslbench.solidity")
-            log.warning("SolEval: %d task(s) converted, %d record(s) skipped", len(tasks), len(skipped))
-            for upstream_id, reason in skipped:
-                log.warning("  skipped %s: %s", upstream_id, reason)
-        return tasks
+    def import_upstream(self, source: Path) -> Imported:
+        from . import soleval
+        return soleval.load(Path(source))

@@ -1,0 +1,194 @@
+"""SysML v2: the candidate's model (the runner's report of its declarations) with SysML v2 name
+resolution: own and inherited members, enclosing namespaces, imports, and the standard library names
+shipped with sysmlpy.
+"""
+from __future__ import annotations
+
+import functools
+import importlib.util
+import re
+from pathlib import Path
+
+BUILTIN_FEATURES = {"start", "done", "entry", "terminate", "self", "this", "that"}
+
+
+@functools.lru_cache(maxsize=1)
+def library_index() -> dict:
+    """Names declared by each package of the SysML v2 standard library shipped with sysmlpy, with the
+    packages each one re-exports (`public import X::*`)."""
+    spec = importlib.util.find_spec("sysmlpy")
+    root = Path(spec.origin).parent / "library"
+    packages: dict[str, dict] = {}
+    decl = re.compile(r"\b(?:def|attribute|part|item|port|calc|constraint|action|state|enum|alias|feature|"
+                      r"datatype|class|struct|assoc|function|predicate|behavior|requirement|occurrence|metaclass|"
+                      r"abstract|ref|readonly|connection|interface|flow|view|viewpoint|rendering)\s+(?:def\s+)?"
+                      r"(?:<'?([\w\u00b0\u00b5\u03a9\u2103]+)'?>\s*)?'?([A-Za-z_][\w]*)'?")
+    for f in sorted(root.rglob("*.sysml")) + sorted(root.rglob("*.kerml")):
+        text = re.sub(r"/\*.*?\*/|//[^\n]*", "", f.read_text(encoding="utf-8", errors="replace"), flags=re.S)
+        m = re.search(r"package\s+'?([\w ]+?)'?\s*\{", text)
+        if not m:
+            continue
+        names = set()
+        for short, name in decl.findall(text):
+            names.add(name)
+            if short:
+                names.add(short)
+        packages[m.group(1)] = {"names": sorted(names),
+                                "reexports": sorted(set(re.findall(r"public\s+import\s+([\w:]+?)::\*", text)))}
+    return packages
+
+
+def library_names(imported: list[str]) -> set[str]:
+    idx = library_index()
+    seen, names, todo = set(), set(), list(imported)
+    while todo:
+        pkg = todo.pop()
+        if pkg in seen or pkg not in idx:
+            continue
+        seen.add(pkg)
+        names |= set(idx[pkg]["names"])
+        todo += idx[pkg]["reexports"]
+    return names
+
+
+
+def _seg(ref: str) -> str:
+    """Drop qualification in each dotted segment: 'P::a.b' -> 'a.b'."""
+    return ".".join(s.split("::")[-1].strip("'") for s in ref.replace(" ", "").split("."))
+
+
+
+class Model:
+    """The candidate's declarations (from the runner's report) with SysML v2 name resolution."""
+
+    def __init__(self, report: dict):
+        self.els = report["elements"]
+        self.rels = report["relations"]
+        self.imports = report["imports"]
+        self.children: dict = {}
+        for e in self.els:
+            self.children.setdefault(e["parent"], []).append(e)
+        self.by_qname = {}
+        for e in self.els:
+            self.by_qname.setdefault(e["qname"], e)
+        self.by_id = {e["id"]: e for e in self.els}
+        imported = [i["namespace"].split("::*")[0] for i in self.imports]
+        self.lib_imported = library_names([p for p in imported])
+        self.lib_all = library_names(list(library_index()))
+        self.lib_packages = set(library_index())
+        # Name resolution recurses through enclosing scopes and generalizations; without these caches
+        # nested specializations cost 2^depth (a 26-deep model ran for minutes on the host).
+        self._resolved: dict = {}
+        self._generals: dict = {}
+
+    def parent(self, e):
+        return self.by_id.get(e["parent"])
+
+    def members(self, e):
+        return self.children.get(e["id"] if e else None, [])
+
+    def named(self, items, name):
+        return [x for x in items if x["name"] == name or x["short_name"] == name]
+
+    def generals(self, e, seen=None):
+        """Definitions e specializes or is typed by (resolved in the model), transitively."""
+        if seen is None:
+            key = e["id"]
+            if key not in self._generals:
+                self._generals[key] = []          # a cycle back to e while computing it sees no generals
+                self._generals[key] = self.generals(e, set())
+            return self._generals[key]
+        out = []
+        refs = [t["name"] for t in e["typed_by"]] + e["specializes"] + e["subsets"] + e["redefines"]
+        for ref in refs:
+            target = self.resolve_qualified(ref, self.parent(e))
+            if isinstance(target, dict) and target["id"] not in seen:
+                seen.add(target["id"])
+                out.append(target)
+                out += self.generals(target, seen)
+        return out
+
+    def features(self, e):
+        feats = list(self.members(e))
+        for g in self.generals(e):
+            feats += self.members(g)
+        return feats
+
+    def imported_members(self, scope):
+        out = []
+        for imp in self.imports:
+            if imp["scope"] != (scope["qname"] if scope else ""):
+                continue
+            ns = imp["namespace"]
+            if ns.endswith("::*"):
+                target = self.by_qname.get(ns[:-3]) or self._find_anywhere(ns[:-3])
+                if isinstance(target, dict):
+                    out += self.members(target)
+            else:
+                target = self.by_qname.get(ns) or self._find_anywhere(ns)
+                if isinstance(target, dict):
+                    out.append(target)
+        return out
+
+    def _find_anywhere(self, qn):
+        for e in self.els:
+            if e["qname"] == qn or e["qname"].endswith("::" + qn):
+                return e
+        return None
+
+    def resolve_name(self, name, scope):
+        """A simple name seen from scope: own and inherited members, then enclosing namespaces, imports, root."""
+        key = (name, scope["id"] if scope else None)
+        if key not in self._resolved:
+            self._resolved[key] = None            # a resolution that needs itself does not resolve
+            self._resolved[key] = self._resolve_name(name, scope)
+        return self._resolved[key]
+
+    def _resolve_name(self, name, scope):
+        s = scope
+        while True:
+            found = self.named(self.features(s) if s else self.members(None), name)
+            if found:
+                return found[0]
+            found = self.named(self.imported_members(s), name)
+            if found:
+                return found[0]
+            if s is None:
+                break
+            s = self.parent(s)
+        if name in self.lib_imported or name in BUILTIN_FEATURES:
+            return "library"
+        if name in self.lib_packages:
+            return "library"
+        return None
+
+    def resolve_qualified(self, ref, scope):
+        parts = [p.strip("'") for p in ref.replace(" ", "").lstrip("~").split("::")]
+        if parts[0] in self.lib_packages:
+            return "library"
+        target = self.resolve_name(parts[0], scope)
+        for p in parts[1:]:
+            if not isinstance(target, dict):
+                return target
+            found = self.named(self.features(target), p)
+            target = found[0] if found else None
+        return target
+
+    def resolve_chain(self, ref, scope):
+        """'a.b.c' (each part possibly qualified): returns (element|'library'|None, the failing prefix)."""
+        segs = ref.replace(" ", "").split(".")
+        target = self.resolve_qualified(segs[0], scope)
+        done = segs[0]
+        for s in segs[1:]:
+            if target is None or target == "library":
+                return target, done
+            found = self.named(self.features(target), s.split("::")[-1])
+            if not found:
+                return None, f"{done}.{s}"
+            target = found[0]
+            done = f"{done}.{s}"
+        return target, done
+
+    def scope_of_rel(self, rel):
+        return self.by_qname.get(rel["scope"]) if rel["scope"] else None
+
