@@ -47,6 +47,20 @@ def skip_without_toolchain(dsl: str):
     return available
 
 
+def tasks_if_available(dsl: str):
+    """A module fixture `tasks = tasks_if_available("jq")`: the DSL's bundled tasks by id; the tests that
+    use it are skipped (with the probe's reason) when the DSL's toolchain cannot judge here."""
+    @pytest.fixture(scope="module")
+    def tasks():
+        from dslbench import toolchains
+        from dslbench.tasks import load_tasks
+        probe = toolchains.probe(dsl)
+        if not probe.available:
+            pytest.skip(f"{dsl} toolchain unavailable here: {probe.reason}")
+        return {t.id: t for t in load_tasks([dsl])[dsl]}
+    return tasks
+
+
 def _rss_mb(pid: int) -> float:
     try:
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():

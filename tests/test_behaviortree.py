@@ -12,16 +12,13 @@ from dslbench import pipeline, toolchains
 from dslbench.tasks import TaskError, load_task_file, load_tasks
 from dslbench.upstream import write_tasks
 
+from conftest import tasks_if_available
+
 FIXTURES = Path(__file__).parent / "fixtures" / "behaviortree"
 DSL = "behaviortree"
 
 
-@pytest.fixture(scope="module")
-def tasks():
-    probe = toolchains.probe(DSL)
-    if not probe.available:
-        pytest.skip(f"BehaviorTree.CPP unavailable here: {probe.reason}")
-    return {t.id: t for t in load_tasks([DSL])[DSL]}
+tasks = tasks_if_available(DSL)
 
 
 def judge(task, program):

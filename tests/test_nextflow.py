@@ -7,6 +7,7 @@ wrong ones it must reject, the judge's recorded boundary (Groovy 3-only syntax),
 diagnostics, the strict oracle check and the nf-core module loader.
 """
 import importlib.util
+import re
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -14,7 +15,9 @@ import pytest
 import yaml
 
 from dslbench import pipeline, toolchains, upstream
-from dslbench.tasks import TaskError, load_task_file, load_tasks
+from dslbench.tasks import TaskError, load_task_file
+
+from conftest import tasks_if_available
 
 ROOT = Path(__file__).resolve().parents[1]
 FIX = ROOT / "tests" / "fixtures" / "nextflow"
@@ -23,12 +26,7 @@ FIX = ROOT / "tests" / "fixtures" / "nextflow"
 nf = importlib.import_module("dslbench.plugins.nextflow.nf_struct")
 
 
-@pytest.fixture(scope="module")
-def tasks():
-    probe = toolchains.probe("nextflow")
-    if not probe.available:
-        pytest.skip(f"nextflow toolchain unavailable here: {probe.reason}")
-    return {t.id: t for t in load_tasks(["nextflow"])["nextflow"]}
+tasks = tasks_if_available("nextflow")
 
 
 def evaluate_all(tasks, cases: dict) -> dict:
@@ -156,11 +154,11 @@ def test_malformed_oracle_is_rejected_with_line_and_field(tmp_path):
 
 def test_nfcore_loader_maps_fields_and_writes_strict_tasks(tmp_path):
     tc = toolchains.get("nextflow")
-    with pytest.warns(UserWarning, match="twoprocs"):
-        got = tc.import_upstream(FIX / "modules")
+    made = tc.import_upstream(FIX / "modules")
+    got = made.tasks
     by_id = {t["id"]: t for t in got}
     assert sorted(by_id) == ["nextflow-up-kraken2-classify", "nextflow-up-seqkit-stats"]
-    assert [r for r, _ in tc.skipped] == ["nf-core/twoprocs"]
+    assert [(s.record, s.reason) for s in made.skipped] == [("nf-core/twoprocs", "not_one_process")]
     k = by_id["nextflow-up-kraken2-classify"]
     spec = k["oracle"]["processes"]["KRAKEN2_CLASSIFY"]
     assert spec["inputs"] == ["tuple(val,path)", "path"]
@@ -173,13 +171,14 @@ def test_nfcore_loader_maps_fields_and_writes_strict_tasks(tmp_path):
     assert task.provenance["source"] == "upstream"
 
 
-def test_nfcore_loader_names_a_malformed_record():
-    with pytest.raises(ValueError, match=r"nf-core/badmeta.*description"):
-        toolchains.get("nextflow").import_upstream(FIX / "malformed")
+def test_nfcore_loader_skips_a_malformed_record_naming_it():
+    made = toolchains.get("nextflow").import_upstream(FIX / "malformed")
+    assert [s.reason for s in made.skipped] == ["malformed_record"] and not made.tasks
+    assert re.search(r"nf-core/badmeta.*description", made.skipped[0].detail)
 
 
 def test_imported_gold_passes_its_derived_oracle(tasks, tmp_path):
-    got = toolchains.get("nextflow").import_upstream(FIX / "modules" / "nf-core" / "seqkit")
+    got = toolchains.get("nextflow").import_upstream(FIX / "modules" / "nf-core" / "seqkit").tasks
     task = load_task_file(upstream.write_tasks("nextflow", got, tmp_path)[0], toolchains.get("nextflow").check_oracle)
     out = pipeline.evaluate("nextflow", task, task.gold)
     assert out["syntax"]["status"] == "pass" and out["semantic"]["status"] == "pass", out

@@ -11,20 +11,17 @@ import yaml
 
 from dslbench import pipeline, toolchains
 from dslbench.sandbox import Limits, new_workdir, run
-from dslbench.tasks import TaskError, load_task_file, load_tasks
+from dslbench.tasks import TaskError, load_task_file
 from dslbench.upstream import write_tasks
+
+from conftest import tasks_if_available
 
 DSL = "sysml"
 FIXTURES = Path(__file__).parent / "fixtures" / "sysml"
 HERE = Path(__file__).resolve().parent.parent / "toolchains" / "sysml"
 
 
-@pytest.fixture(scope="module")
-def tasks():
-    probe = toolchains.probe(DSL)
-    if not probe.available:
-        pytest.skip(f"SysML v2 parser unavailable here: {probe.reason}")
-    return {t.id: t for t in load_tasks([DSL])[DSL]}
+tasks = tasks_if_available(DSL)
 
 
 def judge(task, program):

@@ -13,16 +13,14 @@ import pytest
 import yaml
 
 from dslbench import pipeline, toolchains
-from dslbench.tasks import TaskError, load_task_file, load_tasks
+from dslbench.tasks import TaskError, load_task_file
+
+from conftest import tasks_if_available
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture(scope="module")
-def tasks():
-    if not toolchains.probe("ufl").available:
-        pytest.skip(f"ufl toolchain unavailable here: {toolchains.probe('ufl').reason}")
-    return {t.id: t for t in load_tasks(["ufl"])["ufl"]}
+tasks = tasks_if_available("ufl")
 
 
 def evaluate_all(tasks, cases: dict) -> dict:

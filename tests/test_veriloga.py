@@ -166,7 +166,8 @@ def test_every_shipped_task_loads_strictly():
 
 def test_no_upstream_benchmark_gives_a_clear_error():
     tc = toolchains.get("veriloga")
-    with pytest.raises(NotImplementedError, match="no upstream benchmark for Verilog-A"):
+    from dslbench.errors import UserError
+    with pytest.raises(UserError, match="no upstream benchmark for Verilog-A"):
         tc.import_upstream(FIXTURES / "va_dir")
 
 

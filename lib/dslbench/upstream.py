@@ -139,27 +139,6 @@ def sample_tasks(tasks: list[dict], n: int, seed: int = 0) -> list[dict]:
     return stratified_sample(tasks, n, seed, lambda t: t["id"], lambda t: t.get("difficulty", ""))
 
 
-def _legacy(tc, made) -> Imported:
-    """An importer not yet returning `Imported`: its task list and whatever skip list it kept."""
-    if isinstance(made, Imported):
-        return made
-    if isinstance(made, tuple) and len(made) == 2:
-        tasks, skips = made
-    else:
-        tasks = made
-        skips = next((getattr(tc, a) for a in ("skipped", "last_skipped", "last_import_skipped")
-                      if getattr(tc, a, None)), [])
-    out = Imported(list(tasks))
-    for s in skips:
-        if isinstance(s, Skip):
-            out.skipped.append(s)
-        elif isinstance(s, (tuple, list)):
-            out.skipped.append(Skip(str(s[0]), "skipped", str(s[1]) if len(s) > 1 else ""))
-        else:
-            out.skipped.append(Skip("", "skipped", str(s)))
-    return out
-
-
 @dataclass
 class ImportReport:
     dsl: str
@@ -193,13 +172,15 @@ def import_upstream(dsl: str, source: Path, out_dir: Path, sample: int | None = 
     try:
         import inspect
         takes_verify = "verify_gold" in inspect.signature(tc.import_upstream).parameters
-        made = _legacy(tc, tc.import_upstream(source, verify_gold=verify_gold) if takes_verify and verify_gold
-                       else tc.import_upstream(source))
+        made = (tc.import_upstream(source, verify_gold=verify_gold) if takes_verify and verify_gold
+                else tc.import_upstream(source))
     except UserError:
         raise
     except (ValueError, KeyError, TypeError, OSError, yaml.YAMLError) as e:  # a whole-source failure, told plainly
         kind = f"missing field {e}" if isinstance(e, KeyError) else str(e)
         raise NotThisBenchmark(f"{source}: cannot be read as the {dsl} upstream benchmark: {kind}") from None
+    if not isinstance(made, Imported):   # the plugin contract (toolchains.Toolchain.import_upstream)
+        raise TypeError(f"{dsl}: import_upstream returned {type(made).__name__}, not dslbench.upstream.Imported")
     tasks, sampled_out = made.tasks, 0
     if sample is not None:
         tasks = sample_tasks(made.tasks, sample, seed)

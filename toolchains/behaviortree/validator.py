@@ -243,14 +243,10 @@ class Validator(Toolchain):
                 (work / name).write_text(t["gold"], encoding="utf-8")
                 batch.append({"file": name, "palette": parse_palette(t["context"]["nodes.xml"]),
                               "scenarios": t["oracle"]["scenarios"]})
-            shutil.copy(RUNNER, work / "run_bt.py")
             (work / "bt_batch.json").write_text(json.dumps(batch), encoding="utf-8")
-            result = self.run([Path(sys.executable).name, "run_bt.py", "check", "report.json"], work,
-                              timeout_s=max(60, 5 * len(tasks)))
-            path = work / "report.json"
-            if result.returncode != 0 or not path.exists():
+            result, report = self.run_runner([RUNNER], ["check", "report.json"], work, timeout_s=max(60, 5 * len(tasks)))
+            if report is None:
                 raise RuntimeError(f"BT runner failed while checking the imported trees (exit {result.returncode})")
-            report = json.loads(path.read_text())
         finally:
             shutil.rmtree(work, ignore_errors=True)
         rejected = {}
@@ -278,11 +274,8 @@ class Validator(Toolchain):
         oracle = {"palette": palette, "scenarios": task.oracle["scenarios"],
                   "check_keys": task.oracle.get("check_keys", []),
                   "child_timeout_s": self.limits().timeout_s}   # the card's limit for each load and scenario
-        shutil.copy(RUNNER, work / "run_bt.py")
         (work / "bt_oracle.json").write_text(json.dumps(oracle), encoding="utf-8")
-        result = self.run([Path(sys.executable).name, "run_bt.py", mode, "report.json", *files], work)
-        path = work / "report.json"
-        report = json.loads(path.read_text()) if path.exists() and result.returncode == 0 else None
+        result, report = self.run_runner([RUNNER], [mode, "report.json", *files], work)
         return result, report, palette
 
     def syntax(self, program, task, work):

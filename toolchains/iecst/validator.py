@@ -7,19 +7,17 @@ semantic = interface checks (POU kind and name, VAR_INPUT/VAR_OUTPUT names and t
            property checks: the POU is executed scan by scan on the task's input sequences by our
            evaluator (st_eval.py) and the outputs are compared with the expected values.
 """
-import importlib.metadata
 import json
 import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
-from dslbench.toolchains import Probe, Toolchain
+from dslbench.toolchains import Probe, Toolchain, installed_versions
 
 HERE = Path(__file__).parent
-RUNNER_FILES = ("run_st.py", "st_eval.py")
+RUNNERS = [HERE / "run_st.py", HERE / "st_eval.py"]   # the first one is run
 POU_KINDS = ("FUNCTION", "FUNCTION_BLOCK", "PROGRAM")
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ELEMENTARY = {"BOOL", "SINT", "INT", "DINT", "LINT", "USINT", "UINT", "UDINT", "ULINT", "BYTE", "WORD", "DWORD",
@@ -57,10 +55,10 @@ class Validator(Toolchain):
     skipped: tuple = ()   # upstream records the last import_upstream() could not convert, with reasons
 
     def probe(self) -> Probe:
-        try:
-            version = importlib.metadata.version("blark")
-        except importlib.metadata.PackageNotFoundError:
-            return Probe(self.dsl, self.card["toolchain"], "", False, "PyPI package 'blark' is not installed")
+        versions, problem = installed_versions({"blark": None})
+        if problem:
+            return self.unavailable(problem)
+        version = versions["blark"]
         plc = shutil.which("plc")
         if plc:
             return Probe(self.dsl, f"RuSTy plc --check + blark {version} declaration checks",
@@ -149,10 +147,6 @@ class Validator(Toolchain):
         return problems
 
     # --- levels ---------------------------------------------------------------------------------------
-    def _copy_runner(self, work: Path):
-        for name in RUNNER_FILES:
-            shutil.copy(HERE / name, work / name)
-
     def syntax(self, program, task, work):
         plc = shutil.which("plc")
         plc_result = None
@@ -168,14 +162,11 @@ class Validator(Toolchain):
                 lines = [ln.strip() for ln in (plc_result.stderr + plc_result.stdout).splitlines() if ln.strip()]
                 first = next((ln for ln in lines if "error" in ln.lower()), lines[0] if lines else "")
                 return self.verdict("fail", f"plc: {first[:300]}", plc_result)
-        self._copy_runner(work)
-        result = self.run([Path(sys.executable).name, "run_st.py", "check", self.file_name, "check.json"], work)
+        result, report = self.run_runner(RUNNERS, ["check", self.file_name, "check.json"], work, report="check.json")
         if result.timed_out:
             return self.verdict("fail", "ST check timed out", result)
-        path = work / "check.json"
-        if result.returncode != 0 or not path.exists():
+        if report is None:
             return self.verdict("error", f"ST check runner failed (exit {result.returncode})", result)
-        report = json.loads(path.read_text())
         duration = result.duration_s + (plc_result.duration_s if plc_result else 0.0)
         if not report["ok"]:
             errors = report["errors"]
@@ -188,26 +179,23 @@ class Validator(Toolchain):
     def semantic(self, program, task, work):
         if not (work / "ir.json").exists():
             return self.verdict("error", "no IR from the syntax level")
-        self._copy_runner(work)
         (work / "oracle.json").write_text(json.dumps(task.oracle))
-        cmd = [Path(sys.executable).name, "run_st.py", "run", "semantic.json"]
+        args = ["run", "semantic.json"]
         gold_s = 0.0
         if task.oracle.get("expected_from") == "gold":
             # expected outputs come from the reference program: parse it (sandboxed) into gold_ir.json
             (work / "gold.st").write_text(task.gold, encoding="utf-8")
-            gold = self.run([Path(sys.executable).name, "run_st.py", "check", "gold.st", "gold_check.json",
-                             "gold_ir.json"], work)
+            gold, _ = self.run_runner(RUNNERS, ["check", "gold.st", "gold_check.json", "gold_ir.json"], work,
+                                      report="gold_check.json")
             gold_s = gold.duration_s
-            if not (work / "gold_ir.json").exists():
+            if not (work / "gold_ir.json").exists():     # written only when the gold passes the checks
                 return self.verdict("error", "the reference program does not pass the ST checks", gold, reason="gold_broken")
-            cmd.append("gold_ir.json")
-        result = self.run(cmd, work)
+            args.append("gold_ir.json")
+        result, report = self.run_runner(RUNNERS, args, work, report="semantic.json")
         if result.timed_out:
             return self.verdict("fail", f"timed out after {self.limits().timeout_s:.0f} s", result)
-        path = work / "semantic.json"
-        if result.returncode != 0 or not path.exists():
+        if report is None:
             return self.verdict("error", f"ST evaluator failed (exit {result.returncode})", result)
-        report = json.loads(path.read_text())
         duration = result.duration_s + gold_s
         if report["ok"] is None:
             unsupported = report.get("fault") == "unsupported_by_judge"

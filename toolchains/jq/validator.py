@@ -1,14 +1,11 @@
 """jq: syntax = libjq compiles the filter; semantic = JSON output equivalence with the gold filter."""
-import importlib.metadata
 import importlib.util
 import json
 import re
-import shutil
-import sys
 from collections import Counter
 from pathlib import Path
 
-from dslbench.toolchains import Probe, Toolchain
+from dslbench.toolchains import Toolchain
 
 RUNNER = Path(__file__).with_name("run_jq.py")
 
@@ -37,13 +34,11 @@ class Validator(Toolchain):
     SYNTAX_FAIL = "parse_error"      # libjq compiles the filter
     SEMANTIC_FAIL = "wrong_output"  # JSON output equivalence
 
-    def probe(self) -> Probe:
-        try:
-            version = importlib.metadata.version("jq")
-        except importlib.metadata.PackageNotFoundError:
-            return Probe(self.dsl, self.card["toolchain"], "", False, "PyPI package 'jq' is not installed")
-        return Probe(self.dsl, self.card["toolchain"], f"PyPI jq {version} (libjq {_libjq_version()})", True,
-                     dialect=self.card["dialect"])
+    PACKAGES = {"jq": "jq"}
+    INSTALL_HINT = "PyPI package jq"
+
+    def describe(self, versions):
+        return f"PyPI jq {versions['jq']} (libjq {_libjq_version()})"
 
     def check_oracle(self, task):
         problems = []
@@ -70,12 +65,8 @@ class Validator(Toolchain):
         return values + list(task.oracle.get("inputs", []))
 
     def _run(self, mode: str, work: Path, files: list[str], inputs: list):
-        shutil.copy(RUNNER, work / "run_jq.py")
         (work / "inputs.json").write_text(json.dumps(inputs))
-        result = self.run([Path(sys.executable).name, "run_jq.py", mode, "report.json", *files], work)
-        report_path = work / "report.json"
-        report = json.loads(report_path.read_text()) if report_path.exists() and result.returncode == 0 else None
-        return result, report
+        return self.run_runner([RUNNER], [mode, "report.json", *files], work)
 
     def syntax(self, program, task, work):
         result, report = self._run("compile", work, [self.file_name], [])

@@ -26,7 +26,6 @@ The oracle (all keys optional, at least one check):
                                           PDF text; compared without whitespace and hyphens
 """
 import glob
-import json
 import re
 import shutil
 import subprocess
@@ -34,7 +33,7 @@ import sys
 import unicodedata
 from pathlib import Path
 
-from dslbench.toolchains import Probe, Toolchain
+from dslbench.toolchains import Probe, Toolchain, installed_versions
 
 RUNNER = Path(__file__).with_name("run_latex.py")
 FLAGS = ["-no-shell-escape", "-interaction=nonstopmode", "-halt-on-error", "-file-line-error"]
@@ -85,12 +84,9 @@ class Validator(Toolchain):
         if not exe:
             return Probe(self.dsl, self.card["toolchain"], "", False,
                          "pdflatex not on PATH (Debian packages in toolchains/latex/apt.txt)")
-        try:
-            import importlib.util
-            if importlib.util.find_spec("pypdf") is None:
-                return Probe(self.dsl, self.card["toolchain"], "", False, "PyPI package 'pypdf' is not installed")
-        except ImportError:
-            return Probe(self.dsl, self.card["toolchain"], "", False, "PyPI package 'pypdf' is not installed")
+        _, problem = installed_versions({"pypdf": "pypdf"})
+        if problem:
+            return self.unavailable(problem)
         out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30).stdout
         first = out.splitlines()[0] if out else "pdfTeX ?"
         m = re.search(r"(pdfTeX \S+) \(TeX Live (\d+)", first)
@@ -234,16 +230,13 @@ class Validator(Toolchain):
 
     def semantic(self, program, task, work):
         o = task.oracle
-        shutil.copy(RUNNER, work / "run_latex.py")
         envs = sorted(o.get("environments", {}))
-        result = self.run([Path(sys.executable).name, "run_latex.py", "semantic", self.file_name,
-                           "dslbench-report.json", *envs], work, env=self._env())
+        result, r = self.run_runner([RUNNER], ["semantic", self.file_name, "dslbench-report.json", *envs], work,
+                                    report="dslbench-report.json", env=self._env())
         if result.timed_out:
             return self.verdict("fail", f"compilation timed out after {self.limits().timeout_s:.0f} s", result)
-        rp = work / "dslbench-report.json"
-        if result.returncode != 0 or not rp.exists():
+        if r is None:
             return self.verdict("error", f"LaTeX runner failed (exit {result.returncode})", result)
-        r = json.loads(rp.read_text())
         if not r["ok"]:
             return self.verdict("error", f"rerun with environment hooks failed: {r['error']}", result)
         if r["pdf_error"].startswith("pypdf is not installed"):

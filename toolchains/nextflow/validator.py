@@ -19,10 +19,10 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 from dslbench.toolchains import Probe, Toolchain
+from dslbench.upstream import Imported, Skip, convert_each
 
 HERE = Path(__file__).parent
 RUNNER_FILES = ("run_nextflow.py", "nf_struct.py", "parse_nf.groovy")
@@ -175,15 +175,10 @@ class Validator(Toolchain):
 
     # --- levels ------------------------------------------------------------------------------------
     def _runner(self, work: Path, args: list[str]):
-        for name in RUNNER_FILES:
-            shutil.copy(HERE / name, work / name)
         env = {"JAVA_HOME": str(JAVA_HOME)}
         if os.environ.get("NXF_HOME"):   # a real nextflow's cached jar (must be outside /root)
             env["NXF_HOME"] = os.environ["NXF_HOME"]
-        result = self.run([Path(sys.executable).name, "run_nextflow.py", *args], work, env=env)
-        report_path = work / args[-1]
-        report = json.loads(report_path.read_text()) if result.returncode == 0 and report_path.exists() else None
-        return result, report
+        return self.run_runner([HERE / name for name in RUNNER_FILES], args, work, report=args[-1], env=env)
 
     def syntax(self, program, task, work):
         result, report = self._runner(work, ["syntax", self.file_name, "syntax.json"])
@@ -215,74 +210,69 @@ class Validator(Toolchain):
         return self.verdict("pass", "processes, declarations and workflow wiring match the oracle", result)
 
     # --- upstream: nf-core module folders ------------------------------------------------------------
-    def import_upstream(self, source: Path) -> list[dict]:
+    def import_upstream(self, source: Path) -> Imported:
         """Tasks from nf-core module folders: <tool>[/<subtool>]/main.nf + meta.yml under `source`.
 
         meta.yml `name` and `description` (and the documented input/output names) become the
         instruction, main.nf the gold, and the oracle is derived from the gold's process
-        declarations. A malformed meta.yml raises ValueError naming the folder; a main.nf the
-        structure parser cannot read is skipped with a warning (reason in `self.skipped`).
+        declarations. A malformed folder is skipped as `malformed_record` naming the folder and field;
+        a main.nf the structure parser cannot read, or with other than one process, as `not_one_process`.
         """
-        import warnings
-        import yaml
-        from . import nf_struct
-        self.skipped = []
-        tasks = []
         metas = sorted(Path(source).rglob("meta.yml"))
         if not metas:
             raise ValueError(f"{source}: no nf-core module folders (meta.yml + main.nf) found")
-        for meta_path in metas:
-            folder = meta_path.parent
-            rec = folder.relative_to(source).as_posix()
-            try:
-                meta = yaml.safe_load(meta_path.read_text(encoding="utf-8"))
-            except yaml.YAMLError as e:
-                raise ValueError(f"upstream record {rec}: meta.yml is not valid YAML: {e}") from None
-            if not isinstance(meta, dict):
-                raise ValueError(f"upstream record {rec}: meta.yml must be a mapping")
-            for key in ("name", "description"):
-                if not isinstance(meta.get(key), str) or not meta[key].strip():
-                    raise ValueError(f"upstream record {rec}: meta.yml field '{key}' is missing or empty")
-            main = folder / "main.nf"
-            if not main.is_file():
-                raise ValueError(f"upstream record {rec}: main.nf is missing next to meta.yml")
-            gold = main.read_text(encoding="utf-8")
-            model = nf_struct.parse(gold)
-            if len(model["processes"]) != 1 or model["errors"]:
-                why = model["errors"][0] if model["errors"] else f"{len(model['processes'])} processes (expected 1)"
-                self.skipped.append((rec, why))
-                warnings.warn(f"upstream record {rec} skipped: {why}")
-                continue
-            (pname, proc), = model["processes"].items()
-            outputs = [{"shape": o["shape"], **({"emit": o["emit"]} if o["emit"] else {})} for o in proc["outputs"]]
-            io_doc = []
-            for key in ("input", "output"):
-                names = _documented(meta.get(key))
-                if names:
-                    io_doc.append(f"{key.capitalize()}s: " + "; ".join(names) + ".")
-            emits = ", ".join(o["emit"] for o in proc["outputs"] if o["emit"])
-            instruction = (f"Write an nf-core style Nextflow DSL2 module: one process named {pname} "
-                           f"(module {meta['name']}). {' '.join(meta['description'].split()).rstrip('.')}.\n"
-                           + "\n".join(io_doc) + "\n"
-                           f"Declare the inputs as {', '.join(i['shape'] for i in proc['inputs']) or 'none'} and the "
-                           f"outputs as {', '.join(o['shape'] for o in proc['outputs'])}"
-                           + (f" with emit names {emits}." if emits else "."))
-            spec = {"inputs": [i["shape"] for i in proc["inputs"]], "outputs": outputs}
-            n_out = len(proc["outputs"])
-            tasks.append({
-                "id": "nextflow-up-" + re.sub(r"[^a-z0-9]+", "-", meta["name"].lower()).strip("-"),
-                "dsl": self.dsl, "domain": "Bioinformatics",
-                "title": f"nf-core module {meta['name']}",
-                "difficulty": "easy" if n_out <= 2 else "medium" if n_out <= 4 else "hard",
-                "constructs": ["process", "input declarations", "output declarations", "emit"],
-                "failure_modes": ["knowledge"],
-                "instruction": instruction, "context": {}, "gold": gold,
-                "oracle": {"processes": {pname: spec}},
-                "provenance": {"source": "upstream", "benchmark": "nf-core/modules", "upstream_id": rec,
-                               "licence": "MIT"},
-                "split": "test", "mutants": []})
-        return tasks
+        return convert_each(((m.parent.relative_to(source).as_posix(), m) for m in metas), self._module_task,
+                            progress=True, total=len(metas))
 
+    def _module_task(self, rec: str, meta_path: Path):
+        """One nf-core module folder as a task, or a Skip."""
+        import yaml
+        from . import nf_struct
+        try:
+            meta = yaml.safe_load(meta_path.read_text(encoding="utf-8"))
+        except yaml.YAMLError as e:
+            raise ValueError(f"upstream record {rec}: meta.yml is not valid YAML: {e}") from None
+        if not isinstance(meta, dict):
+            raise ValueError(f"upstream record {rec}: meta.yml must be a mapping")
+        for key in ("name", "description"):
+            if not isinstance(meta.get(key), str) or not meta[key].strip():
+                raise ValueError(f"upstream record {rec}: meta.yml field '{key}' is missing or empty")
+        main = meta_path.parent / "main.nf"
+        if not main.is_file():
+            raise ValueError(f"upstream record {rec}: main.nf is missing next to meta.yml")
+        gold = main.read_text(encoding="utf-8")
+        model = nf_struct.parse(gold)
+        if len(model["processes"]) != 1 or model["errors"]:
+            why = model["errors"][0] if model["errors"] else f"{len(model['processes'])} processes (expected 1)"
+            return Skip(rec, "not_one_process", why)
+        (pname, proc), = model["processes"].items()
+        outputs = [{"shape": o["shape"], **({"emit": o["emit"]} if o["emit"] else {})} for o in proc["outputs"]]
+        io_doc = []
+        for key in ("input", "output"):
+            names = _documented(meta.get(key))
+            if names:
+                io_doc.append(f"{key.capitalize()}s: " + "; ".join(names) + ".")
+        emits = ", ".join(o["emit"] for o in proc["outputs"] if o["emit"])
+        instruction = (f"Write an nf-core style Nextflow DSL2 module: one process named {pname} "
+                       f"(module {meta['name']}). {' '.join(meta['description'].split()).rstrip('.')}.\n"
+                       + "\n".join(io_doc) + "\n"
+                       f"Declare the inputs as {', '.join(i['shape'] for i in proc['inputs']) or 'none'} and the "
+                       f"outputs as {', '.join(o['shape'] for o in proc['outputs'])}"
+                       + (f" with emit names {emits}." if emits else "."))
+        spec = {"inputs": [i["shape"] for i in proc["inputs"]], "outputs": outputs}
+        n_out = len(proc["outputs"])
+        return {
+            "id": "nextflow-up-" + re.sub(r"[^a-z0-9]+", "-", meta["name"].lower()).strip("-"),
+            "dsl": self.dsl, "domain": "Bioinformatics",
+            "title": f"nf-core module {meta['name']}",
+            "difficulty": "easy" if n_out <= 2 else "medium" if n_out <= 4 else "hard",
+            "constructs": ["process", "input declarations", "output declarations", "emit"],
+            "failure_modes": ["knowledge"],
+            "instruction": instruction, "context": {}, "gold": gold,
+            "oracle": {"processes": {pname: spec}},
+            "provenance": {"source": "upstream", "benchmark": "nf-core/modules", "upstream_id": rec,
+                           "licence": "MIT"},
+            "split": "test", "mutants": []}
 
 def _documented(node) -> list[str]:
     """'name (type): description' of every documented channel element in an nf-core meta.yml section

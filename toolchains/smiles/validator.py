@@ -1,13 +1,8 @@
 """SMILES: syntax = RDKit parses and sanitizes; semantic = canonical molecular equivalence with the gold."""
-import importlib.metadata
-import importlib.util
-import json
 import re
-import shutil
-import sys
 from pathlib import Path
 
-from dslbench.toolchains import Probe, Toolchain
+from dslbench.toolchains import Toolchain
 
 RUNNER = Path(__file__).with_name("run_smiles.py")
 MATCHES = {"isomeric": "canonical isomeric SMILES", "flat": "canonical SMILES without stereo",
@@ -18,24 +13,21 @@ class Validator(Toolchain):
     SYNTAX_FAIL = "parse_error"      # RDKit parses
     SEMANTIC_FAIL = "wrong_output"  # canonical molecule equivalence
 
-    def probe(self) -> Probe:
-        try:
-            version = importlib.metadata.version("rdkit")
-        except importlib.metadata.PackageNotFoundError:
-            return Probe(self.dsl, self.card["toolchain"], "", False, "PyPI package 'rdkit' is not installed")
-        return Probe(self.dsl, self.card["toolchain"], f"RDKit {version}", True, dialect=self.card["dialect"])
+    PACKAGES = {"rdkit": "rdkit"}
+    INSTALL_HINT = "PyPI package rdkit"
+
+    def describe(self, versions):
+        return f"RDKit {versions['rdkit']}"
 
     def check_oracle(self, task):
         match = task.oracle.get("match", "isomeric")
         return [] if match in MATCHES else [("match", f"must be one of {', '.join(MATCHES)}")]
 
     def _describe(self, work: Path, files: list[str]):
-        shutil.copy(RUNNER, work / "run_smiles.py")
-        result = self.run([Path(sys.executable).name, "run_smiles.py", "report.json", *files], work)
+        result, report = self.run_runner([RUNNER], ["report.json", *files], work)
         # RDKit stamps its messages with the wall-clock time; drop it so logs are reproducible.
         result.stderr = re.sub(r"\[\d\d:\d\d:\d\d\] ", "", result.stderr)
-        path = work / "report.json"
-        return result, (json.loads(path.read_text()) if path.exists() and result.returncode == 0 else None)
+        return result, report
 
     def syntax(self, program, task, work):
         result, report = self._describe(work, [self.file_name])

@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 
 from dslbench.sandbox import new_workdir
-from dslbench.toolchains import Probe, Toolchain, installed_versions
+from dslbench.toolchains import Toolchain
 
 RUNNER = Path(__file__).with_name("run_ufl.py")
 GOLD_FILE = "_gold_forms.py"
@@ -54,12 +54,7 @@ class Validator(Toolchain):
     SYNTAX_FAIL = "compile_error"      # the program runs and defines UFL forms
     SEMANTIC_FAIL = "wrong_output"  # form equivalence
 
-    def probe(self) -> Probe:
-        versions, problem = installed_versions({"fenics-ufl": "ufl", "fenics-basix": "basix"})
-        if problem:
-            return Probe(self.dsl, self.card["toolchain"], "", False, problem)
-        version = ", ".join(f"{d} {v}" for d, v in versions.items())
-        return Probe(self.dsl, self.card["toolchain"], version, True, dialect=self.card["dialect"])
+    PACKAGES = {"fenics-ufl": "ufl", "fenics-basix": "basix"}
 
     # --- oracle spec ------------------------------------------------------------------------------
     def check_oracle(self, task):

@@ -23,11 +23,9 @@ the testbench, no error/TIMEOUT/no-sensitivity message, and 0 mismatches.
 import hashlib
 import re
 import secrets
-import shutil
-import subprocess
 from pathlib import Path
 
-from dslbench.toolchains import Probe, Toolchain
+from dslbench.toolchains import Toolchain
 
 IVERILOG = ["iverilog", "-g2012", "-Wall", "-Wno-timescale"]
 TB_NAMES = ("tb_seed", "tb_vec", "tb_i")  # testbench variables: no port may use these names
@@ -130,14 +128,11 @@ class Validator(Toolchain):
     SYNTAX_FAIL = "compile_error"      # iverilog compiles
     SEMANTIC_FAIL = "wrong_output"  # testbench simulation
 
-    def probe(self) -> Probe:
-        if not shutil.which("iverilog") or not shutil.which("vvp"):
-            return Probe(self.dsl, self.card["toolchain"], "", False,
-                         "iverilog/vvp not on PATH (Debian package iverilog)")
-        out = subprocess.run(["iverilog", "-V"], capture_output=True, text=True, timeout=20).stdout
-        m = re.search(r"version\s+(\S+)", out)
-        return Probe(self.dsl, self.card["toolchain"], f"Icarus Verilog {m.group(1) if m else '?'}", True,
-                     dialect=self.card["dialect"])
+    BINARIES = {"iverilog": (["iverilog", "-V"], r"version\s+(\S+)"), "vvp": None}
+    INSTALL_HINT = "Debian package iverilog"
+
+    def describe(self, versions):
+        return f"Icarus Verilog {versions['iverilog']}"
 
     def check_oracle(self, task):
         o, problems = task.oracle, []
@@ -260,20 +255,19 @@ class Validator(Toolchain):
             status, why, result, expected = self.upstream_testbench(self.file_name, task.oracle, work)
             return self.verdict(status, why, result, expected=expected)
         tag = "@@" + hashlib.sha256((task.id + task.gold).encode()).hexdigest()[:10]
-        (work / "tb.sv").write_text(testbench(task.oracle, tag))
-        (work / "gold.sv").write_text(task.gold)
-        gold_run, gold_out = self._simulate("gold.sv", "tb.sv", work)
-        if gold_out is None:
+        tb = testbench(task.oracle, tag)
+        want, gold_run = self._gold_trace(task, tb, tag)
+        if want is None:
             return self.verdict("error", "the gold design does not simulate with the generated testbench", gold_run,
                                 reason="gold_broken")
+        (work / "tb.sv").write_text(tb)
         cand_run, cand_out = self._simulate(self.file_name, "tb.sv", work)
-        duration = gold_run.duration_s + cand_run.duration_s
+        duration = (gold_run.duration_s if gold_run else 0.0) + cand_run.duration_s
         if cand_out is None:
             why = ("simulation timed out" if cand_run.timed_out else
                    "testbench does not elaborate with the candidate (module name or ports differ)"
                    if cand_run.command.startswith("iverilog") else f"simulation failed (exit {cand_run.returncode})")
             return self.verdict("fail", why, cand_run, duration)
-        want = [l for l in gold_out.splitlines() if l.startswith(tag)]
         got = [l for l in cand_out.splitlines() if l.startswith(tag)]
         for w, g in zip(want, got):
             if w != g:
@@ -286,6 +280,16 @@ class Validator(Toolchain):
             return self.verdict("fail", f"trace has {len(got)} vectors, a different number from the gold's", cand_run,
                                 duration, expected=f"a trace of {len(want)} vectors")
         return self.verdict("pass", f"output trace equals the gold's on {len(want)} vectors", cand_run, duration)
+
+    def _gold_trace(self, task, tb: str, tag: str):
+        """The gold's trace lines under the generated testbench (simulated once per task and toolchain
+        version: the oracle cache), and the run that made them (None when cached)."""
+        def simulate_gold(gold_work: Path):
+            (gold_work / "tb.sv").write_text(tb)
+            (gold_work / "gold.sv").write_text(task.gold)
+            run, out = self._simulate("gold.sv", "tb.sv", gold_work)
+            return (None if out is None else [l for l in out.splitlines() if l.startswith(tag)]), run
+        return self.gold_expected(task, simulate_gold)
 
     # --- upstream -------------------------------------------------------------------------------
     def import_upstream(self, source: Path):

