@@ -83,7 +83,25 @@ def dsl_card_md(dsl: str, tasks: list, matrix_row: dict) -> str:
         "## Syntax validator", "", str(card.get("syntax_validator", "")).strip(), "",
         "## Semantic oracle", "", str(card.get("semantic_oracle", "")).strip(), "",
         "## Validation boundary", "", str(card.get("validation_boundary", "")).strip(), "",
-        "## Prompt rules", "", "```text", str((card.get("prompt") or {}).get("rules", "")).strip(), "```", ""])
+        "## Prompt rules", "", "```text", str((card.get("prompt") or {}).get("rules", "")).strip(), "```", "",
+        *oracle_spec_md(card.get("oracle_schema"))])
+
+
+def oracle_spec_md(schema: dict | None) -> list[str]:
+    """The task oracle's fields as the card's oracle_schema declares them (one row per top-level key)."""
+    props = (schema or {}).get("properties") or {}
+    if not props:
+        return []
+    required = set(schema.get("required", []))
+    lines = ["## Oracle spec", "", "What a task's `oracle` holds (declared in the card's `oracle_schema`, checked "
+             "when tasks load):", "", "| field | required | kind | meaning |", "|---|---|---|---|"]
+    for key, node in props.items():
+        node = node if isinstance(node, dict) else {}
+        kind = ("one of " + ", ".join(f"`{v}`" for v in node["enum"]) if "enum" in node
+                else node.get("type", "see schema") if isinstance(node.get("type", ""), str) else " or ".join(node["type"]))
+        meaning = " ".join(str(node.get("description", "")).split()).replace("|", "\\|")
+        lines.append(f"| `{key}` | {'yes' if key in required else 'no'} | {kind} | {meaning} |")
+    return lines + [""]
 
 
 def caveat_md(table: pd.DataFrame) -> list[str]:

@@ -4,7 +4,8 @@ A DSL is one folder toolchains/<dsl>/ holding:
   toolchain.yaml     its card: language, domain, toolchain, validators, validation boundary, prompt rules
   validator.py       a class `Validator(Toolchain)`: it declares its probe (PACKAGES / BINARIES, or
                      overrides probe()), judges with syntax() and semantic() (or levels() when one
-                     toolchain run yields both), and checks oracle specs with check_oracle()
+                     toolchain run yields both); oracle_rules() checks what the card's
+                     oracle_schema (the oracle spec's declared shape) cannot say
   requirements.txt   pip requirements (exact pins), optional
   apt.txt            Debian packages, optional
 Nothing in the pipeline lists DSLs: they are discovered here.
@@ -146,7 +147,15 @@ class Toolchain(abc.ABC):
         return syn, self._guarded(self.semantic, program, task, work)
 
     def check_oracle(self, task) -> list[tuple[str, str]]:
-        """Problems with a task's oracle spec as (field, message); empty when fine."""
+        """Problems with a task's oracle spec as (field, message); empty when fine.
+
+        The shape is declared once, as the card's `oracle_schema` (dslbench.oracle_schema); the rules a
+        schema cannot state are the validator's `oracle_rules()`, run once the shape is right."""
+        from . import oracle_schema
+        return oracle_schema.problems(self.card.get("oracle_schema"), task.oracle) or self.oracle_rules(task)
+
+    def oracle_rules(self, task) -> list[tuple[str, str]]:
+        """Checks of an oracle spec beyond its schema (cross-field rules, context files): (field, message)."""
         return []
 
     def gold_is_solution(self, task) -> bool:

@@ -19,10 +19,6 @@ class Validator(Toolchain):
     def describe(self, versions):
         return f"RDKit {versions['rdkit']}"
 
-    def check_oracle(self, task):
-        match = task.oracle.get("match", "isomeric")
-        return [] if match in MATCHES else [("match", f"must be one of {', '.join(MATCHES)}")]
-
     def _describe(self, work: Path, files: list[str]):
         result, report = self.run_runner([RUNNER], ["report.json", *files], work)
         # RDKit stamps its messages with the wall-clock time; drop it so logs are reproducible.
