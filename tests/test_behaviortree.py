@@ -167,7 +167,7 @@ def _task_yaml(tmp_path, oracle_patch):
     ({"scenarios": [{"name": "x", "max_ticks": 0}]}, "oracle.scenarios[0].max_ticks", "integer"),
     ({"scenarios": [{"name": "x", "outputs": {"MoveBase": {"goal": ["a"]}}}]},
      "oracle.scenarios[0].outputs.MoveBase.goal", "not an output port"),
-    ({"tick_limit": 3}, "oracle.tick_limit", "unknown oracle field"),
+    ({"tick_limit": 3}, "oracle.tick_limit", "unknown key"),
 ])
 def test_malformed_oracle_is_rejected_with_its_field(tmp_path, patch, field, words):
     path = _task_yaml(tmp_path, patch)

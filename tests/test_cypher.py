@@ -285,7 +285,7 @@ def test_malformed_oracle_is_rejected_with_field_and_line(tmp_path):
     for field, value, needle in [("graph", "moviez", "not a bundled graph"),
                                  ("ordered", "yes", "true or false"),
                                  ("columns", "names", "position"),
-                                 ("limit", 3, "unknown oracle field")]:
+                                 ("limit", 3, "unknown key")]:
         bad = dict(data, oracle={**data["oracle"], field: value})
         path = folder / "cypher-001.yaml"
         path.write_text(yaml.safe_dump(bad, sort_keys=False))

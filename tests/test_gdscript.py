@@ -1,5 +1,6 @@
 """GDScript validator: real Godot 3 runs (no mocks of the engine), the harness's comparison rules,
 the oracle checks and the learn-gdscript loader."""
+import dataclasses
 import shutil
 import sys
 from pathlib import Path
@@ -104,6 +105,10 @@ def test_value_encoding_and_comparison():
     assert not V.same([1, 2], [2, 1])
 
 
+def spec(oracle):
+    return TC.check_oracle(dataclasses.replace(TASKS["gdscript-001"], oracle=oracle))
+
+
 def test_check_oracle_rejects_malformed_spec(tmp_path):
     src = Path(TASKS["gdscript-001"].path).read_text()
     bad = src.replace("{emitted: died, expect: []}", "{emitted: died, call: x}")
@@ -113,9 +118,9 @@ def test_check_oracle_rejects_malformed_spec(tmp_path):
     with pytest.raises(TaskError) as e:
         load_task_file(folder / "gdscript-001.yaml", TC.check_oracle)
     assert "oracle.scenarios[0].steps[6]" in str(e.value) and "exactly one action" in str(e.value)
-    problems = V.check_spec({"base": "Node", "scenarios": [{"steps": [{"call": "f", "on": "ghost"}]}]})
+    problems = spec({"base": "Node", "scenarios": [{"steps": [{"call": "f", "on": "ghost"}]}]})
     assert any(f.endswith(".on") for f, _ in problems)
-    assert V.check_spec({"base": "Node", "scenarios": [{"steps": [{"set": "x", "value": 1}]}]})[0][0] == "scenarios"
+    assert spec({"base": "Node", "scenarios": [{"steps": [{"set": "x", "value": 1}]}]})[0][0] == "scenarios"
 
 
 # --- learn-gdscript importer (fixture in the published layout: clone root with project.godot) ------
@@ -180,12 +185,12 @@ def test_import_writes_valid_tasks_and_summary(tmp_path):
 
 def test_tick_step_is_checked():
     ok = {"base": "Node2D", "scenarios": [{"steps": [{"tick": 10, "delta": 0.1}, {"get": "rotation"}]}]}
-    assert V.check_spec(ok) == []
-    assert V.check_spec({**ok, "output": True, "nodes": [{"path": "A/B", "type": "Label", "props": ["text"]}]}) == []
-    assert [f for f, _ in V.check_spec({**ok, "output": 1, "nodes": [{"path": "../x", "type": "Label"}]})] == \
+    assert spec(ok) == []
+    assert spec({**ok, "output": True, "nodes": [{"path": "A/B", "type": "Label", "props": ["text"]}]}) == []
+    assert [f for f, _ in spec({**ok, "output": 1, "nodes": [{"path": "../x", "type": "Label"}]})] == \
         ["nodes[0].path", "output"]
     bad = {"base": "Node2D", "scenarios": [{"steps": [{"tick": "x"}, {"tick": 5, "delta": 0}, {"get": "a"}]}]}
-    assert [f for f, _ in V.check_spec(bad)] == ["scenarios[0].steps[0].tick", "scenarios[0].steps[1].delta"]
+    assert [f for f, _ in spec(bad)] == ["scenarios[0].steps[0].tick", "scenarios[0].steps[1].delta"]
 
 
 def test_imported_gold_passes_and_mutants_are_killed(godot, tmp_path):

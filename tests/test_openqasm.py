@@ -182,7 +182,7 @@ def test_statevector_basis_inputs_judge_a_transform_beyond_the_zero_input():
     ({"variants": [{"noise.inc": "gate noise a { x a; }"}]}, "oracle.variants[0].noise.inc", "not a context file"),
     ({"qubits": {"q": 11}, "mode": "unitary"}, "oracle.qubits", "at most 10"),
     ({"basis_inputs": [4]}, "oracle.basis_inputs", "basis-state indices"),
-    ({"extra": 1}, "oracle.extra", "unknown oracle field"),
+    ({"extra": 1}, "oracle.extra", "unknown key"),
 ])
 def test_malformed_oracle_spec_names_file_line_and_field(tmp_path, change, field, message):
     data = yaml.safe_load((ROOT / "data/tasks/openqasm/openqasm-001.yaml").read_text())

@@ -164,7 +164,7 @@ def _task_dict(**oracle):
     ({"policy": "package t\nimport rego.v1\ndeny contains 1 if false\n", "vars": ["x"]}, "oracle.vars", "map variable"),
     ({"policy": "package t\nimport rego.v1\ndeny contains 1 if false\n", "modules": {"../up": {"main.tf": ""}}},
      "oracle.modules.../up", "relative folder"),
-    ({"policy": "package t\nimport rego.v1\ndeny contains 1 if false\n", "inputs": [1]}, "oracle.inputs", "unknown oracle field"),
+    ({"policy": "package t\nimport rego.v1\ndeny contains 1 if false\n", "inputs": [1]}, "oracle.inputs", "unknown key"),
 ])
 def test_malformed_oracle_is_rejected_with_file_line_and_field(tmp_path, oracle, field, words):
     folder = tmp_path / "terraform"

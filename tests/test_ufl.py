@@ -329,7 +329,7 @@ def _broken_copy(tmp_path, task_id: str, edit) -> Path:
     (lambda d: d["oracle"]["forms"].update(Q=1), "oracle.forms.Q", "the gold never assigns 'Q'"),
     (lambda d: d["oracle"].update(forms={}), "oracle.forms", "non-empty mapping"),
     (lambda d: d["oracle"].update(symbols=["f", "f"]), "oracle.symbols", "unique"),
-    (lambda d: d["oracle"].update(tolerance=1e-6), "oracle.tolerance", "unknown oracle field"),
+    (lambda d: d["oracle"].update(tolerance=1e-6), "oracle.tolerance", "unknown key"),
     (lambda d: d.update(gold="from problem import *\na = (\n"), "oracle", "the gold is not valid Python"),
 ])
 def test_malformed_oracle_is_rejected_with_file_line_field(tmp_path, edit, field, message):

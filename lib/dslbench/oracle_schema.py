@@ -14,14 +14,19 @@ from __future__ import annotations
 import functools
 import json
 
-from jsonschema import Draft202012Validator
+from jsonschema import Draft202012Validator, validators
+
+# JSON Schema counts 2.0 as an integer and Python counts True as one; an oracle's counts and widths are
+# neither, so "integer" here means a YAML integer only.
+_Validator = validators.extend(Draft202012Validator, type_checker=Draft202012Validator.TYPE_CHECKER.redefine(
+    "integer", lambda _checker, x: isinstance(x, int) and not isinstance(x, bool)))
 
 
 @functools.lru_cache(maxsize=None)
-def _validator(schema_json: str) -> Draft202012Validator:
+def _validator(schema_json: str):
     schema = json.loads(schema_json)
     Draft202012Validator.check_schema(schema)   # a broken card fails loudly, not as a task error
-    return Draft202012Validator(schema)
+    return _Validator(schema)
 
 
 def check_schema(schema: dict) -> None:
@@ -29,11 +34,19 @@ def check_schema(schema: dict) -> None:
     _validator(json.dumps(schema, sort_keys=True))
 
 
-def field_path(parts) -> str:
-    """('processes', 'FASTQC', 'inputs', 0) -> 'processes.FASTQC.inputs[0]'."""
-    out = ""
+def field_path(parts, instance=None) -> str:
+    """('processes', 'FASTQC', 'inputs', 0) -> 'processes.FASTQC.inputs[0]'.
+
+    Given the oracle, a list index is written [i] and a mapping key .k even when the key is a number
+    (YAML `1:`); without it, integers are taken as list indices."""
+    out, node = "", instance
     for p in parts:
-        out += f"[{p}]" if isinstance(p, int) else (f".{p}" if out else str(p))
+        is_index = isinstance(node, list) if instance is not None else isinstance(p, int)
+        out += f"[{p}]" if is_index else (f".{p}" if out else str(p))
+        try:
+            node = node[p] if node is not None else None
+        except (KeyError, IndexError, TypeError):
+            node = None
     return out
 
 
@@ -65,9 +78,13 @@ def problems(schema: dict | None, oracle) -> list[tuple[str, str]]:
         return []
     validator = _validator(json.dumps(schema, sort_keys=True))
     found = []
-    for error in sorted(validator.iter_errors(oracle), key=lambda e: [str(p) for p in e.absolute_path]):
+    try:
+        errors = sorted(validator.iter_errors(oracle), key=lambda e: [str(p) for p in e.absolute_path])
+    except TypeError as e:    # patternProperties and propertyNames need string keys; YAML allows others
+        return [("", f"every key must be a string ({e})")]
+    for error in errors:
         for path, message in _explain(error):
-            item = (field_path(path), message)
+            item = (field_path(path, oracle), message)
             if item not in found:
                 found.append(item)
     return found

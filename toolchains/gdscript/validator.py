@@ -47,7 +47,7 @@ HARNESS = HERE / "harness.gd"
 # Binaries tried, in order; the newest Godot 3.x that runs headless in the sandbox judges.
 CANDIDATES = ("godot3-server", "godot3", "godot-headless", "godot", "godot3-headless", "godot4")
 ENV = {"LANG": "en_US.UTF-8", "LC_ALL": "en_US.UTF-8"}   # Godot rejects the C locale with error lines
-OPS = {
+OPS = {                                         # step actions and the keys each takes besides its own
     "call": {"args", "on", "as", "ignore", "expect"},
     "get": {"on", "as", "ignore", "expect"},
     "set": {"value", "on"},
@@ -58,8 +58,6 @@ OPS = {
     "tick": {"on", "delta"},
 }
 GODOT_TYPES = {"Vector2": 2, "Vector3": 3, "Rect2": 4, "Color": 4}
-IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-NODE_PATH = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*$")
 RESULT_FREE = {"set", "connect", "tick"}          # steps with no value to compare
 
 
@@ -196,115 +194,7 @@ def show(v, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-# --- oracle checks ----------------------------------------------------------------------------------
-
-def check_spec(oracle: dict) -> list[tuple[str, str]]:
-    problems: list[tuple[str, str]] = []
-    allowed = {"base", "new_args", "scenarios", "nodes", "output"}
-    for key in oracle:
-        if key not in allowed:
-            problems.append((str(key), f"unknown oracle field (allowed: {', '.join(sorted(allowed))})"))
-    base = oracle.get("base")
-    if not isinstance(base, str) or not IDENT.match(base):
-        problems.append(("base", "the Godot class the script must extend is required (e.g. Reference, Node, Node2D)"))
-    new_args = oracle.get("new_args", [])
-    if not isinstance(new_args, list):
-        problems.append(("new_args", "must be a list of values"))
-    else:
-        try:
-            var_text(new_args)
-        except ValueError as e:
-            problems.append(("new_args", str(e)))
-    for k, node in enumerate(oracle.get("nodes", []) if isinstance(oracle.get("nodes", []), list) else [None]):
-        where = f"nodes[{k}]"
-        if not isinstance(node, dict) or set(node) - {"path", "type", "methods", "props", "signals"}:
-            problems.append((where, "expected a mapping with path, type, methods, props, signals"))
-            continue
-        if not isinstance(node.get("path"), str) or not NODE_PATH.match(node["path"]):
-            problems.append((f"{where}.path", "must be a node path below the instance (Name or Name/Child)"))
-        if not isinstance(node.get("type"), str) or not IDENT.match(node["type"]):
-            problems.append((f"{where}.type", "must be a Godot node class name"))
-        for key in ("methods", "props", "signals"):
-            names = node.get(key, [])
-            if not isinstance(names, list) or not all(isinstance(n, str) and IDENT.match(n) for n in names):
-                problems.append((f"{where}.{key}", "must be a list of identifiers"))
-    if "output" in oracle and not isinstance(oracle["output"], bool):
-        problems.append(("output", "must be true or false"))
-    scenarios = oracle.get("scenarios")
-    if not isinstance(scenarios, list) or not scenarios:
-        problems.append(("scenarios", "a non-empty list of scenarios is required"))
-        return problems
-    compared = 0
-    for i, sc in enumerate(scenarios):
-        where = f"scenarios[{i}]"
-        if not isinstance(sc, dict):
-            problems.append((where, "expected a mapping with steps (and optional name, tree)"))
-            continue
-        for key in sc:
-            if key not in ("name", "tree", "steps"):
-                problems.append((f"{where}.{key}", "unknown scenario field (allowed: name, steps, tree)"))
-        if "tree" in sc and not isinstance(sc["tree"], bool):
-            problems.append((f"{where}.tree", "must be true or false"))
-        steps = sc.get("steps")
-        if not isinstance(steps, list) or not steps:
-            problems.append((f"{where}.steps", "a non-empty list of steps is required"))
-            continue
-        slots = {"self"}
-        for j, step in enumerate(steps):
-            sw = f"{where}.steps[{j}]"
-            if not isinstance(step, dict):
-                problems.append((sw, "expected a mapping with one action key"))
-                continue
-            ops = [k for k in step if k in OPS]
-            if len(ops) != 1:
-                problems.append((sw, f"exactly one action key of {', '.join(OPS)} is required, found {ops or 'none'}"))
-                continue
-            op = ops[0]
-            for key in step:
-                if key != op and key not in OPS[op]:
-                    problems.append((f"{sw}.{key}", f"not allowed in a '{op}' step (allowed: {', '.join(sorted(OPS[op]))})"))
-            if op == "tick":
-                if isinstance(step[op], bool) or not isinstance(step[op], int) or not 0 < step[op] <= 1000:
-                    problems.append((f"{sw}.tick", "must be a number of frames from 1 to 1000"))
-                delta = step.get("delta", 1 / 60)
-                if isinstance(delta, bool) or not isinstance(delta, (int, float)) or not 0 < delta <= 1:
-                    problems.append((f"{sw}.delta", "must be a frame time in seconds (0 < delta <= 1)"))
-            elif not isinstance(step[op], str) or not IDENT.match(step[op]):
-                problems.append((f"{sw}.{op}", "must be an identifier"))
-            if "args" in step:
-                if not isinstance(step["args"], list):
-                    problems.append((f"{sw}.args", "must be a list of values"))
-                else:
-                    try:
-                        var_text(step["args"])
-                    except ValueError as e:
-                        problems.append((f"{sw}.args", str(e)))
-            for key in ("value", "expect"):
-                if key in step:
-                    try:
-                        var_text(step[key])
-                    except ValueError as e:
-                        problems.append((f"{sw}.{key}", str(e)))
-            if op == "set" and "value" not in step:
-                problems.append((f"{sw}.value", "a 'set' step needs a value"))
-            if "ignore" in step and not isinstance(step["ignore"], bool):
-                problems.append((f"{sw}.ignore", "must be true or false"))
-            if step.get("ignore") and "expect" in step:
-                problems.append((f"{sw}.expect", "an ignored step cannot have an expected value"))
-            on = step.get("on", "self")
-            if on not in slots:
-                problems.append((f"{sw}.on", f"'{on}' is not 'self' or a slot stored by an earlier step's 'as'"))
-            if "as" in step:
-                if not isinstance(step["as"], str) or not IDENT.match(step["as"]) or step["as"] == "self":
-                    problems.append((f"{sw}.as", "must be an identifier other than 'self'"))
-                else:
-                    slots.add(step["as"])
-            if op not in RESULT_FREE and not step.get("ignore"):
-                compared += 1
-    if not problems and compared == 0:
-        problems.append(("scenarios", "no step compares a value: the oracle would accept anything"))
-    return problems
-
+# --- the harness's plan -----------------------------------------------------------------------------
 
 def plan_for(oracle: dict, tag: str, scripts: list[str]) -> dict:
     scenarios = []
@@ -471,8 +361,40 @@ class Validator(Toolchain):
     def binary(self) -> str:
         return self._judge[0]
 
-    def check_oracle(self, task):
-        return check_spec(task.oracle)
+    def oracle_rules(self, task):
+        o, problems = task.oracle, []
+
+        def value(where, v):
+            try:
+                var_text(v)
+            except ValueError as e:
+                problems.append((where, str(e)))
+
+        value("new_args", o.get("new_args", []))
+        compared = 0
+        for i, sc in enumerate(o["scenarios"]):
+            slots = {"self"}
+            for j, step in enumerate(sc["steps"]):
+                sw = f"scenarios[{i}].steps[{j}]"
+                op = next(k for k in step if k in OPS)
+                for key in step:
+                    if key != op and key not in OPS[op]:
+                        problems.append((f"{sw}.{key}", f"not allowed in a '{op}' step (allowed: {', '.join(sorted(OPS[op]))})"))
+                if op == "set" and "value" not in step:
+                    problems.append((f"{sw}.value", "a 'set' step needs a value"))
+                for key in ("args", "value", "expect"):
+                    if key in step:
+                        value(f"{sw}.{key}", step[key])
+                if step.get("ignore") and "expect" in step:
+                    problems.append((f"{sw}.expect", "an ignored step cannot have an expected value"))
+                if step.get("on", "self") not in slots:
+                    problems.append((f"{sw}.on", f"'{step['on']}' is not 'self' or a slot stored by an earlier step's 'as'"))
+                slots.add(step.get("as", "self"))
+                if op not in RESULT_FREE and not step.get("ignore"):
+                    compared += 1
+        if not problems and compared == 0:
+            problems.append(("scenarios", "no step compares a value: the oracle would accept anything"))
+        return problems
 
     # --- levels ---------------------------------------------------------------------------------
     def syntax(self, program, task, work):

@@ -24,9 +24,6 @@ from dslbench.upstream import Imported, NotThisBenchmark, Skip, convert_each
 
 from . import leancheck as lc
 
-NAME_RE = re.compile(r"[A-Za-z_][\w']*(\.[A-Za-z_][\w']*)*")
-
-
 def _project() -> Path | None:
     """A Lake project (with Mathlib) to elaborate upstream tasks in, when one is configured."""
     p = os.environ.get("DSLBENCH_LEAN_PROJECT")
@@ -109,40 +106,24 @@ class Validator(Toolchain):
         # imported miniF2F/PutnamBench tasks: the gold is the upstream statement with `sorry`
         return task.oracle.get("reference_proof", True)
 
-    def check_oracle(self, task):
+    def oracle_rules(self, task):
+        # the gold must agree with the oracle; without a reference proof the gold is still the statement
+        # (with sorry): check what is checkable
         o, problems = task.oracle, []
-        unknown = set(o) - {"theorem", "statement", "imports", "preamble", "reference_proof"}
-        if unknown:
-            problems.append((sorted(unknown)[0], "unknown oracle key (allowed: theorem, statement, imports, "
-                                                 "preamble, reference_proof)"))
-        name = o.get("theorem")
-        if not isinstance(name, str) or not NAME_RE.fullmatch(name):
-            problems.append(("theorem", "the name of the theorem to prove is required"))
-        stmt = o.get("statement")
-        if not isinstance(stmt, str) or ":" not in stmt:
-            problems.append(("statement", "the theorem's binders and type (`(n : Nat) : n + 0 = n`) are required"))
-        imports = o.get("imports", [])
-        if not isinstance(imports, list) or not all(isinstance(i, str) and NAME_RE.fullmatch(i) for i in imports):
-            problems.append(("imports", "expected a list of module names"))
-        if "reference_proof" in o and not isinstance(o["reference_proof"], bool):
-            problems.append(("reference_proof", "expected true or false"))
-        if "preamble" in o and not isinstance(o["preamble"], str):
-            problems.append(("preamble", "expected the text the file must begin with"))
-        if not problems:
-            # without a reference proof the gold is still the statement (with sorry): check what is checkable
-            got = lc.theorem_statement(task.gold, name)
-            if got is None:
-                problems.append(("theorem", f"the gold does not declare theorem {name}"))
-            elif got != lc.normalize(stmt):
-                problems.append(("statement", f"differs from the gold's statement {got!r}"))
-            if not lc.starts_with_preamble(task.gold, o.get("preamble", "")):
-                problems.append(("preamble", "the gold does not begin with the preamble"))
-            if o.get("reference_proof", True):
-                bad = lc.screen(task.gold)
-                if bad:
-                    problems.append(("theorem", f"the gold proof is not acceptable: {bad[0]}"))
-            if name not in task.instruction:
-                problems.append(("theorem", "the instruction must name the theorem"))
+        name = o["theorem"]
+        got = lc.theorem_statement(task.gold, name)
+        if got is None:
+            problems.append(("theorem", f"the gold does not declare theorem {name}"))
+        elif got != lc.normalize(o["statement"]):
+            problems.append(("statement", f"differs from the gold's statement {got!r}"))
+        if not lc.starts_with_preamble(task.gold, o.get("preamble", "")):
+            problems.append(("preamble", "the gold does not begin with the preamble"))
+        if o.get("reference_proof", True):
+            bad = lc.screen(task.gold)
+            if bad:
+                problems.append(("theorem", f"the gold proof is not acceptable: {bad[0]}"))
+        if name not in task.instruction:
+            problems.append(("theorem", "the instruction must name the theorem"))
         return problems
 
     # --- levels ------------------------------------------------------------------------------------

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import csv
 import functools
-import importlib.metadata
 import json
 import os
 import platform
@@ -31,7 +30,7 @@ from pathlib import Path
 
 from dslbench import settings
 from dslbench.sandbox import sandbox_mode
-from dslbench.toolchains import LevelVerdict, Probe, Toolchain
+from dslbench.toolchains import LevelVerdict, Probe, Toolchain, installed_versions
 
 HERE = Path(__file__).parent
 RUNNER, EVALUATOR, LIB = HERE / "run_terraform.py", HERE / "hcl_eval.py", HERE / "dslbench_lib.rego"
@@ -39,8 +38,7 @@ SCHEMA = HERE / "aws_schema.json.gz"      # hashicorp/aws 5.100.0 schema snapsho
 DEFAULT_TERRAFORM = "/usr/local/bin/terraform"
 DEFAULT_MIRROR = "/opt/tf-plugins"
 AWS = "registry.terraform.io/hashicorp/aws"
-ORACLE_KEYS = {"policy", "rule", "vars", "modules"}
-RULE_NAME = re.compile(r"^[a-z_][a-z0-9_]*$")
+MODULE_DIR = re.compile(r"[^/.][^/]*(/[^/.][^/]*)*")     # relative, no '..' or hidden parts
 
 
 def _platform() -> str:
@@ -81,13 +79,6 @@ def terraform_version(tf: str) -> str:
     return json.loads(out.stdout)["terraform_version"]
 
 
-def _pkg_version(name: str) -> str | None:
-    try:
-        return importlib.metadata.version(name)
-    except importlib.metadata.PackageNotFoundError:
-        return None
-
-
 def _first(text: str, n: int = 300) -> str:
     line = " ".join(text.split())
     return line if len(line) <= n else line[: n - 3] + "..."
@@ -103,58 +94,38 @@ class Validator(Toolchain):
         return "plan" if tf and provider else "parse"
 
     def probe(self) -> Probe:
-        regopy, hcl2 = _pkg_version("regopy"), _pkg_version("python-hcl2")
-        if not regopy:
-            return Probe(self.dsl, self.card["toolchain"], "", False,
-                         "PyPI package 'regopy' (Rego policies) is not installed")
+        versions, problem = installed_versions({"regopy": None})
+        if problem:
+            return Probe(self.dsl, self.card["toolchain"], "", False, f"{problem} (it runs the Rego policies)")
+        regopy = versions["regopy"]
         tf, provider, aws_version, why = find_terraform()
         if tf and provider:
             version = f"terraform {terraform_version(tf)}, hashicorp/aws {aws_version}, regopy {regopy}"
             return Probe(self.dsl, self.card["toolchain"], version, True,
                          dialect=f"Terraform {terraform_version(tf)} language, hashicorp/aws {aws_version} schema")
-        if not hcl2:
+        fallback, missing = installed_versions({"python-hcl2": None})
+        if missing:
             return Probe(self.dsl, self.card["toolchain"], "", False,
                          f"{why}; and the fallback parser python-hcl2 is not installed")
         _warm_hcl2()
         snapshot = _snapshot_version()
         schema = (f"arguments against a hashicorp/aws {snapshot} schema snapshot" if snapshot
                   else "no provider schema")
-        return Probe(self.dsl, f"python-hcl2 fallback (weaker: {why})", f"python-hcl2 {hcl2}, regopy {regopy}", True,
+        return Probe(self.dsl, f"python-hcl2 fallback (weaker: {why})", f"python-hcl2 {fallback['python-hcl2']}, regopy {regopy}", True,
                      dialect=f"HCL2 syntax, Terraform language rules and {schema}; no provider-side validation, "
                              "policies judged on a pseudo plan from the parsed configuration",
                      exact=False)
 
     # --- oracle spec --------------------------------------------------------------------------------
-    def check_oracle(self, task):
+    def oracle_rules(self, task):
         o, problems = task.oracle, []
-        for key in sorted(set(o) - ORACLE_KEYS):
-            problems.append((key, f"unknown oracle field (allowed: {', '.join(sorted(ORACLE_KEYS))})"))
-        policy = o.get("policy")
-        rule = o.get("rule", "deny")
-        if not isinstance(rule, str) or not (rule == "document" or RULE_NAME.match(rule)):
-            problems.append(("rule", "must be 'deny', 'document' or the name of a boolean rule"))
-            rule = "deny"
-        if not isinstance(policy, str) or not policy.strip():
-            problems.append(("policy", "a Rego module is required"))
-        elif not re.search(r"(?m)^\s*package\s+[\w.]+", policy):
+        if not re.search(r"(?m)^\s*package\s+[\w.]+", o["policy"]):
             problems.append(("policy", "the Rego module has no package line"))
         else:
-            problems += [("policy", p) for p in policy_problems(policy, rule)]
-        variables = o.get("vars", {})
-        if not isinstance(variables, dict) or not all(isinstance(k, str) and re.match(r"^[A-Za-z_][\w-]*$", k)
-                                                      for k in variables):
-            problems.append(("vars", "must map variable names to values"))
-        modules = o.get("modules", {})
-        if not isinstance(modules, dict):
-            problems.append(("modules", "must map module folders to {file name: content}"))
-        else:
-            for folder, files in modules.items():
-                parts = str(folder).split("/")
-                if str(folder).startswith("/") or any(p in ("", ".", "..") or p.startswith(".") for p in parts):
-                    problems.append((f"modules.{folder}", "must be a relative folder path without '..' or hidden parts"))
-                elif not isinstance(files, dict) or not files or not all(
-                        isinstance(n, str) and "/" not in n and isinstance(t, str) for n, t in files.items()):
-                    problems.append((f"modules.{folder}", "must map plain file names to their content"))
+            problems += [("policy", p) for p in policy_problems(o["policy"], o.get("rule", "deny"))]
+        for folder in o.get("modules", {}):
+            if not isinstance(folder, str) or not MODULE_DIR.fullmatch(folder):
+                problems.append((f"modules.{folder}", "must be a relative folder path without '..' or hidden parts"))
         return problems
 
     # --- the two levels -----------------------------------------------------------------------------

@@ -19,6 +19,7 @@ import shutil
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from types import SimpleNamespace
 
 from dslbench.sandbox import new_workdir
 from dslbench.upstream import Imported, NotThisBenchmark, Skip, convert_each
@@ -197,7 +198,7 @@ def load(source: Path, tc, check: bool | None = None) -> Imported:
         if ref_ports is None:
             return Skip(name, "no_reference_module", f"{name}_ref.sv declares no `module {REF}`")
         oracle = {"top": TOP, "testbench": test, "reference": ref}
-        problems = tc._check_upstream_oracle(oracle)
+        problems = tc.check_oracle(SimpleNamespace(oracle=oracle))
         if problems:
             return Skip(name, "unsupported_testbench", "; ".join(f"{k}: {v}" for k, v in problems))
         for module in (REF, TOP):

@@ -28,7 +28,6 @@ RUNNER = Path(__file__).with_name("run_va.py")
 ANSI = re.compile(r"\x1b\[[0-9;]*m")
 TIMING = re.compile(r"(Finished building \S+) in [0-9.]+m?s")
 PATHS = re.compile(r"/[^\s()'\"]*/(?=[^/\s]+\.(?:va|sim|osdi)\b)")  # keep file names, drop directories
-NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
 def _vacask():
@@ -79,69 +78,24 @@ class Validator(Toolchain):
             version += f"; OSDI ngspice present ({ng}) but not used: VACASK judges"
         return self.available(version)
 
-    def check_oracle(self, task):
+    def oracle_rules(self, task):
         o, problems = task.oracle, []
-        known = {"module", "bench", "model_params", "analyses", "rtol", "atol"}
-        for k in o:
-            if k not in known:
-                problems.append((k, f"unknown oracle field (allowed: {', '.join(sorted(known))})"))
-        if not isinstance(o.get("module"), str) or not NAME.match(o.get("module") or ""):
-            problems.append(("module", "name of the module under test is required"))
-        elif not re.search(rf"\bmodule\s+{re.escape(o['module'])}\b", task.gold):
+        if not re.search(rf"\bmodule\s+{re.escape(o['module'])}\b", task.gold):
             problems.append(("module", f"the gold does not define module {o['module']!r}"))
-        if not isinstance(o.get("bench"), str) or not re.search(r"\bdut\b", o.get("bench") or ""):
-            problems.append(("bench", "VACASK netlist lines instantiating the model `dut` are required"))
-        mp = o.get("model_params", {})
-        if not isinstance(mp, dict) or not all(isinstance(k, str) and k == k.lower() and NAME.match(k)
-                                               and isinstance(v, (int, float)) for k, v in mp.items()):
-            problems.append(("model_params", "a mapping of lower-case parameter name to number"))
-        for key in ("rtol", "atol"):
-            if key in o and (not isinstance(o[key], (int, float)) or o[key] < 0):
-                problems.append((key, "must be a non-negative number"))
-        analyses = o.get("analyses")
-        if not isinstance(analyses, list) or not analyses:
-            problems.append(("analyses", "a non-empty list of analyses is required"))
-            return problems
         names = set()
-        for i, a in enumerate(analyses):
+        for i, a in enumerate(o["analyses"]):
             f = f"analyses[{i}]"
-            if not isinstance(a, dict):
-                problems.append((f, "expected a mapping"))
-                continue
-            kinds = [k for k in ("sweep", "tran", "op") if k in a]
-            if len(kinds) != 1:
-                problems.append((f, "exactly one of sweep, tran, op is required"))
-            extra = set(a) - {"name", "sweep", "tran", "op", "probes", "at", "rtol", "atol"}
-            if extra:
-                problems.append((f, f"unknown fields {sorted(extra)}"))
-            if not isinstance(a.get("name"), str) or not NAME.match(a.get("name") or "") or a["name"] in names:
-                problems.append((f"{f}.name", "a unique identifier is required"))
-            names.add(a.get("name"))
-            probes = a.get("probes")
-            if not isinstance(probes, list) or not probes or not all(isinstance(p, str) and p for p in probes):
-                problems.append((f"{f}.probes", "a non-empty list of vector names is required"))
+            if a["name"] in names:
+                problems.append((f"{f}.name", f"{a['name']!r} names an earlier analysis too"))
+            names.add(a["name"])
             if "sweep" in a:
                 s = a["sweep"]
-                if not isinstance(s, dict) or not isinstance(s.get("instance"), str) or \
-                        not all(isinstance(s.get(k), (int, float)) for k in ("from", "to", "step")):
-                    problems.append((f"{f}.sweep", "needs instance and numeric from, to, step"))
-                elif s["step"] <= 0 or s["to"] < s["from"] or (s["to"] - s["from"]) / s["step"] > 400:
-                    problems.append((f"{f}.sweep", "from <= to, step > 0, at most 400 points"))
-                elif not re.search(rf"^\s*{re.escape(s['instance'])}\s*\(", o.get("bench") or "", re.M):
+                if s["to"] < s["from"] or (s["to"] - s["from"]) / s["step"] > 400:
+                    problems.append((f"{f}.sweep", "from <= to, at most 400 points"))
+                elif not re.search(rf"^\s*{re.escape(s['instance'])}\s*\(", o["bench"], re.M):
                     problems.append((f"{f}.sweep.instance", f"no instance {s['instance']!r} in the bench"))
-            if "tran" in a:
-                t = a["tran"]
-                if not isinstance(t, dict) or not all(isinstance(t.get(k), (int, float)) and t[k] > 0
-                                                      for k in ("step", "stop")):
-                    problems.append((f"{f}.tran", "needs positive numeric step and stop"))
-                elif "at" in a and (not isinstance(a["at"], list) or not a["at"] or not all(
-                        isinstance(x, (int, float)) and 0 <= x <= t["stop"] for x in a["at"])):
-                    problems.append((f"{f}.at", "a list of times within [0, stop]"))
-            if "op" in a and a["op"] not in ({}, None):
-                problems.append((f"{f}.op", "takes no settings: write op: {}"))
-            for key in ("rtol", "atol"):
-                if key in a and (not isinstance(a[key], (int, float)) or a[key] < 0):
-                    problems.append((f"{f}.{key}", "must be a non-negative number"))
+            if "tran" in a and any(x > a["tran"]["stop"] for x in a.get("at", [])):
+                problems.append((f"{f}.at", "a list of times within [0, stop]"))
         return problems
 
     def _env(self) -> dict:
