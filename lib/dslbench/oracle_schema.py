@@ -58,6 +58,8 @@ def _short(value) -> str:
 def _explain(error) -> list[tuple[list, str]]:
     """(path parts, message) for one schema violation, pointing at the key at fault where there is one."""
     path, schema, instance = list(error.absolute_path), error.schema, error.instance
+    if "propertyNames" in error.relative_schema_path:    # the key itself is at fault: name it
+        path = path + [instance]
     if error.validator == "required":
         props = schema.get("properties", {})
         return [(path + [key], "missing required field" + (f": {props[key]['description']}"

@@ -11,10 +11,9 @@ import json
 import os
 import re
 import shutil
-import subprocess
 from pathlib import Path
 
-from dslbench.toolchains import Probe, Toolchain, installed_versions
+from dslbench.toolchains import Probe, Toolchain, installed_versions, tool_version
 
 HERE = Path(__file__).parent
 RUNNERS = [HERE / "run_st.py", HERE / "st_eval.py"]   # the first one is run
@@ -26,11 +25,7 @@ TIME_LIT = re.compile(r"^T#(\d+(\.\d+)?(d|h|ms|m|s)_?)+$", re.I)
 
 def _plc_version(plc: str) -> str:
     """`plc --version` of a RuSTy binary on PATH (trusted tool, not candidate code)."""
-    try:
-        out = subprocess.run([plc, "--version"], capture_output=True, text=True, timeout=20)
-        return (out.stdout or out.stderr).strip().splitlines()[0][:80]
-    except (OSError, subprocess.SubprocessError, IndexError):
-        return "unknown version"
+    return tool_version([plc, "--version"], r"(\S[^\n]*)", timeout=20)[:80] or "unknown version"
 
 
 def _value_ok(type_name: str, value) -> bool:

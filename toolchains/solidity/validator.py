@@ -2,7 +2,7 @@
 semantic = the task's scenarios (deploy, calls, transactions, expected returns/reverts/events/balances)
 played on a fresh py-evm chain, identically for the gold (to confirm the expected values) and the candidate.
 
-Oracle of an authored task (checked strictly by check_oracle):
+Oracle of an authored task (its shape is the card's oracle_schema, its steps are checked by oracle_rules):
 
   contract: Token                    # the contract under test (deployed by `deploy` steps by default)
   declares:                          # optional structure checks on the compiler's AST
@@ -357,64 +357,26 @@ class Validator(Toolchain):
                             result, duration)
 
     # --- oracle spec --------------------------------------------------------------------------------
-    def check_oracle(self, task):
+    def oracle_rules(self, task):
         o = task.oracle
-        if o.get("kind", "scenarios") == "repository":
-            return self._check_repository_oracle(task)
+        if o.get("kind") == "repository":
+            if o["unit"] not in task.context:
+                return [("unit", f"'{o['unit']}' is not a context file of the task")]
+            if task.context[o["unit"]].count(o["marker"]) != 1:
+                return [("marker", "must occur exactly once in the context file")]
+            return []
         problems: list[tuple[str, str]] = []
-        allowed = {"kind", "contract", "declares", "support", "scenarios"}
-        for key in o:
-            if key not in allowed:
-                problems.append((key, f"unknown field (allowed: {', '.join(sorted(allowed))})"))
-        if o.get("kind", "scenarios") != "scenarios":
-            problems.append(("kind", "must be 'scenarios' (authored) or 'repository' (upstream)"))
-        contract = o.get("contract")
-        if not isinstance(contract, str) or not IDENT.match(contract):
-            problems.append(("contract", "name of the contract under test is required"))
-        declares = o.get("declares", {})
-        if not isinstance(declares, dict):
-            problems.append(("declares", "must map contract names to {kind, abstract, inherits}"))
-            declares = {}
-        for name, d in declares.items():
-            f = f"declares.{name}"
-            if not isinstance(d, dict) or set(d) - {"kind", "abstract", "inherits"}:
-                problems.append((f, "must be a mapping with kind, abstract and/or inherits"))
-                continue
-            if "kind" in d and d["kind"] not in ("contract", "interface", "library"):
-                problems.append((f"{f}.kind", "must be contract, interface or library"))
-            if "abstract" in d and not isinstance(d["abstract"], bool):
-                problems.append((f"{f}.abstract", "must be true or false"))
-            if "inherits" in d and (not isinstance(d["inherits"], list)
-                                    or not all(isinstance(b, str) and IDENT.match(b) for b in d["inherits"])):
-                problems.append((f"{f}.inherits", "must be a list of contract names"))
-        support = o.get("support", [])
-        if not isinstance(support, list):
-            problems.append(("support", "must be a list of context file names"))
-            support = []
-        for i, name in enumerate(support):
+        for i, name in enumerate(o.get("support", [])):
             if name not in task.context or not str(name).endswith(".sol"):
                 problems.append((f"support[{i}]", f"'{name}' is not a .sol context file of the task"))
-        scenarios = o.get("scenarios")
-        if not isinstance(scenarios, list) or not scenarios:
-            problems.append(("scenarios", "a non-empty list of scenarios is required"))
-            return problems
         names = set()
-        for i, sc in enumerate(scenarios):
+        for i, sc in enumerate(o["scenarios"]):
             f = f"scenarios[{i}]"
-            if not isinstance(sc, dict) or set(sc) - {"name", "steps"}:
-                problems.append((f, "a scenario is a mapping with name and steps"))
-                continue
-            if not isinstance(sc.get("name"), str) or not sc["name"].strip():
-                problems.append((f"{f}.name", "missing required field"))
-            elif sc["name"] in names:
+            if sc["name"] in names:
                 problems.append((f"{f}.name", f"duplicate scenario name '{sc['name']}'"))
-            names.add(sc.get("name"))
-            steps = sc.get("steps")
-            if not isinstance(steps, list) or not steps:
-                problems.append((f"{f}.steps", "a non-empty list of steps is required"))
-                continue
+            names.add(sc["name"])
             labels: set[str] = set()
-            for j, step in enumerate(steps):
+            for j, step in enumerate(sc["steps"]):
                 problems += self._check_step(step, f"{f}.steps[{j}]", labels, first=(j == 0))
         return problems
 
@@ -523,20 +485,6 @@ class Validator(Toolchain):
         return problems
 
     # --- upstream: SolEval -----------------------------------------------------------------------------
-    def _check_repository_oracle(self, task):
-        o, problems = task.oracle, []
-        for key in ("repository", "file", "unit", "function", "marker", "tests"):
-            if not isinstance(o.get(key), str) or not o[key].strip():
-                problems.append((key, "missing required field (repository oracle)"))
-        extra = set(o) - {"kind", "repository", "file", "unit", "function", "marker", "tests", "lines"}
-        if extra:
-            problems.append((sorted(extra)[0], "unknown field for a repository oracle"))
-        if not problems:
-            if o["unit"] not in task.context:
-                problems.append(("unit", f"'{o['unit']}' is not a context file of the task"))
-            elif task.context[o["unit"]].count(o["marker"]) != 1:
-                problems.append(("marker", "must occur exactly once in the context file"))
-        return problems
 
     def _syntax_repository(self, program, task, work):
         o = task.oracle
