@@ -73,3 +73,12 @@ def test_a_bad_oracle_is_reported_with_file_line_and_field(tmp_path):
         load_task_file(bad, toolchains.get("jq").check_oracle)
     assert e.value.field in ("oracle.order", "oracle.ordr") and e.value.line > 1
     assert str(bad) in str(e.value)
+
+
+def test_the_book_lists_the_fields_of_every_form_of_an_oracle():
+    from dslbench.book import oracle_spec_md
+    page = "\n".join(oracle_spec_md(toolchains.get("solidity").card["oracle_schema"]))
+    assert "When `kind` is `repository`:" in page and "Otherwise:" in page
+    assert "| `marker` | yes | string |" in page and "| `scenarios` | yes | array |" in page
+    for dsl in load_tasks():       # every card's oracle is documented in the book
+        assert "| field | required |" in "\n".join(oracle_spec_md(toolchains.get(dsl).card["oracle_schema"])), dsl

@@ -88,20 +88,48 @@ def dsl_card_md(dsl: str, tasks: list, matrix_row: dict) -> str:
 
 
 def oracle_spec_md(schema: dict | None) -> list[str]:
-    """The task oracle's fields as the card's oracle_schema declares them (one row per top-level key)."""
-    props = (schema or {}).get("properties") or {}
-    if not props:
+    """The task oracle's fields as the card's oracle_schema declares them (one row per top-level key; one
+    table per form when the schema has two, as `if`/`then`/`else`)."""
+    schema = schema or {}
+    forms = [("", schema)]
+    if isinstance(schema.get("then"), dict) and isinstance(schema.get("else"), dict):
+        forms = [(f"When {_condition(schema.get('if'))}:", schema["then"]), ("Otherwise:", schema["else"])]
+    tables = []
+    for label, form in forms:
+        shared = schema.get("properties") or {}
+        props = {**shared, **{k: v for k, v in (form.get("properties") or {}).items() if not (v is True and k in shared)}}
+        if not props:
+            continue
+        required = set(schema.get("required", [])) | set(form.get("required", []))
+        tables += ([label, ""] if label else []) + ["| field | required | kind | meaning |", "|---|---|---|---|"]
+        for key, node in props.items():
+            if node is True:
+                tables.append(f"| `{key}` | {'yes' if key in required else 'no'} | any |  |")
+                continue
+            node = node if isinstance(node, dict) else {}
+            ref = str(node.get("$ref", ""))
+            if ref.startswith("#/$defs/"):       # a shared definition: its kind, the node's own words first
+                node = {**(schema.get("$defs") or {}).get(ref.rsplit("/", 1)[1], {}), **node}
+            kind = ("one of " + ", ".join(f"`{v}`" for v in node["enum"]) if "enum" in node
+                    else f"`{node['const']}`" if "const" in node
+                    else node.get("type", "see schema") if isinstance(node.get("type", ""), str) else " or ".join(node["type"]))
+            meaning = " ".join(str(node.get("description", "")).split()).replace("|", "\\|")
+            tables.append(f"| `{key}` | {'yes' if key in required else 'no'} | {kind} | {meaning} |")
+        tables.append("")
+    if not tables:
         return []
-    required = set(schema.get("required", []))
-    lines = ["## Oracle spec", "", "What a task's `oracle` holds (declared in the card's `oracle_schema`, checked "
-             "when tasks load):", "", "| field | required | kind | meaning |", "|---|---|---|---|"]
-    for key, node in props.items():
-        node = node if isinstance(node, dict) else {}
-        kind = ("one of " + ", ".join(f"`{v}`" for v in node["enum"]) if "enum" in node
-                else node.get("type", "see schema") if isinstance(node.get("type", ""), str) else " or ".join(node["type"]))
-        meaning = " ".join(str(node.get("description", "")).split()).replace("|", "\\|")
-        lines.append(f"| `{key}` | {'yes' if key in required else 'no'} | {kind} | {meaning} |")
-    return lines + [""]
+    return ["## Oracle spec", "", "What a task's `oracle` holds (declared in the card's `oracle_schema`, checked "
+            "when tasks load):", "", *tables]
+
+
+def _condition(cond) -> str:
+    """`if: {required: [kind], properties: {kind: {const: repository}}}` -> "`kind` is `repository`"."""
+    cond = cond if isinstance(cond, dict) else {}
+    consts = [f"`{k}` is `{v['const']}`" for k, v in (cond.get("properties") or {}).items() if isinstance(v, dict) and "const" in v]
+    if consts:
+        return " and ".join(consts)
+    keys = [k for alt in cond.get("anyOf", []) for k in alt.get("required", [])] or cond.get("required", [])
+    return " or ".join(f"`{k}`" for k in keys) + " is given" if keys else "the first form applies"
 
 
 def caveat_md(table: pd.DataFrame) -> list[str]:
