@@ -282,3 +282,16 @@ def test_batch_help_describes_the_grid_format():
     assert r.returncode == 0
     for word in ("notebook:", "output_dir:", "parameters:", "zip: true", "batch.json"):
         assert word in r.stdout, word
+
+
+def test_parameter_caveat_names_only_the_invocations_behind_the_results(tmp_path):
+    """A resumed run keeps older invocations in run.json; each stage's results come from its last one."""
+    import json as _json
+    from dslbench.book import run_scope_md
+
+    def scope(*calls):
+        (tmp_path / "run.json").write_text("\n".join(_json.dumps({"stage": "pipeline", "params": c}) for c in calls))
+        return "\n".join(run_scope_md(tmp_path))
+    partial = scope({"stages": []}, {"stages": ["06_interventions", "07_lora"], "rounds": 1}, {"stages": ["07_lora"], "lora_steps": 10})
+    assert "06_interventions: `rounds=1`" in partial and "07_lora: `lora_steps=10`" in partial
+    assert "differ from the notebooks' defaults" not in scope({"stages": ["07_lora"], "lora_steps": 10}, {"stages": []})

@@ -186,10 +186,19 @@ def run_scope_md(run_dir: Path) -> list[str]:
                   "since it was made (`dslbench reference check`). The toolchain versions that judged it are on each "
                   "DSL's card and in `reference/manifest.json`.", "```", ""]
     base = {"run_dir", "dsls", "models", "limit", "executor", "stages", "task_sample", "task_seed"}
-    changed = [(c["params"].get("stages") or ["all stages"],
-                {k: v for k, v in c["params"].items() if k not in base or (k == "limit" and v is not None)})
-               for c in pipeline]
-    changed = [(stages, extra) for stages, extra in changed if extra]
+    # a stage's results come from the last invocation that ran it (a resumed run keeps older entries in run.json)
+    changed, covered = [], set()
+    for c in reversed(pipeline):
+        stages = c["params"].get("stages") or None
+        fresh = [st for st in stages if st not in covered] if stages else None
+        if stages and not fresh:
+            continue
+        extra = {k: v for k, v in c["params"].items() if k not in base or (k == "limit" and v is not None)}
+        if extra:
+            changed.insert(0, (fresh or ["all other stages" if covered else "all stages"], extra))
+        if not stages:
+            break
+        covered.update(stages)
     if changed:
         lines += ["```{admonition} Parameters that differ from the notebooks' defaults", ":class: warning",
                   " ".join(f"{', '.join(stages)}: " + ", ".join(f"`{k}={v}`" for k, v in extra.items()) + "."
