@@ -181,7 +181,8 @@ def run_scope_md(run_dir: Path) -> list[str]:
         timings = ", ".join(f"{k.split('_', 1)[1].replace('_', ' ')} {v / 60:.1f} min" for k, v in m["stage_seconds"].items())
         lines += ["```{admonition} The committed reference run", ":class: note",
                   f"These pages are built from the reference run committed in `reference/` (made at code revision "
-                  f"`{m['code_revision'][:12]}`; stage wall times on 2 cores: {timings}). "
+                  f"`{m['code_revision'][:12]}`; wall time of each stage notebook's last execution on 2 cores: {timings}; "
+                  "a stage that resumed the run only did what was left, so these are not the cost of a run from scratch). "
                   "Rebuild it with `dslbench reference build`; CI fails when a task or a DSL's judging code changed "
                   "since it was made (`dslbench reference check`). The toolchain versions that judged it are on each "
                   "DSL's card and in `reference/manifest.json`.", "```", ""]
