@@ -134,7 +134,7 @@ def test_identical_runs_give_identical_diagnostics():
 @pytest.mark.parametrize("patch, field", [
     ({"module": "nope"}, "oracle.module"),
     ({"bench": "v1 (a 0) vsource dc=0\n"}, "oracle.bench"),
-    ({"model_params": {"R": 1}}, "oracle.model_params"),
+    ({"model_params": {"R": 1}}, "oracle.model_params.R"),     # the key at fault (lower-case names)
     ({"analyses": []}, "oracle.analyses"),
     ({"analyses": [{"name": "a", "sweep": {"instance": "vx", "from": 0, "to": 1, "step": 0.1},
                     "probes": ["a"]}]}, "oracle.analyses[0].sweep.instance"),
