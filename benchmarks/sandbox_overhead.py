@@ -27,7 +27,8 @@ def sandbox_at(revision: str):
     source = subprocess.run(["git", "-C", str(ROOT), "show", f"{revision}:lib/dslbench/sandbox.py"],
                             check=True, capture_output=True, text=True).stdout
     path = Path(tempfile.mkdtemp(prefix="bench-sandbox-")) / "sandbox_before.py"
-    path.write_text(source.replace("from .paths import repo_root", "from dslbench.paths import repo_root"))
+    # its package-relative imports, made absolute so that it loads outside the package
+    path.write_text(source.replace("from . import ", "from dslbench import ").replace("from .", "from dslbench."))
     spec = importlib.util.spec_from_file_location("sandbox_before", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module      # dataclasses look their module up while the class is built

@@ -48,7 +48,10 @@ def test_rerun_resumes_without_duplicates_or_model_calls(first_run, monkeypatch)
                             executor="thread", progress=False)
     again = pipeline.run_validation(base / "run1", progress=False)
     assert len(again) == len(table)
-    # a fresh run with the same cache is served from the cache entirely
+    # a fresh run with the same cache is served from the cache entirely, without starting a worker
+    def no_workers(*a, **k):
+        raise AssertionError("a worker pool was started although every reply is cached")
+    monkeypatch.setattr(pipeline, "make_executor", no_workers)
     pipeline.run_generation(base / "run3", DSLS, limit=2, params=PARAMS, cache_dir=base / "cache1",
                             executor="thread", progress=False)
     gens = RunStore(base / "run3").records("generations")

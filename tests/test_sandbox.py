@@ -1,6 +1,7 @@
 """The sandbox every validator uses: isolation, limits, timeout, output cap, degraded mode."""
 import shutil
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -190,6 +191,24 @@ def test_task_files_runs_and_caches_are_not_readable(work):
     r = run(["sh", "-c", f"cat {gold_file}; ls {repo_root() / 'toolchains' / 'jq'}"], work)
     assert "gold" not in r.stdout and "No such file" in r.stderr, r.log
     assert "validator.py" in r.stdout, r.log
+
+
+def test_a_runs_folder_made_after_the_first_run_is_hidden_too(work, monkeypatch):
+    """The sandbox's arguments are cached per process: a folder to hide that appears later is not missed."""
+    import tempfile
+    from dslbench.paths import repo_root
+    parent = Path(tempfile.mkdtemp(prefix=".sandbox-test-", dir=repo_root()))   # visible, unlike /tmp
+    parent.chmod(0o755)
+    try:
+        runs = parent / "runs"
+        monkeypatch.setenv("DSLBENCH_RUNS", str(runs))
+        assert run(["true"], work).returncode == 0       # arguments built while the folder does not exist
+        (runs / "r1").mkdir(parents=True)
+        (runs / "r1" / "verdicts.jsonl").write_text("secret\n")
+        r = run(["cat", str(runs / "r1" / "verdicts.jsonl")], work)
+        assert "secret" not in r.stdout and "No such file" in r.stderr, r.log
+    finally:
+        shutil.rmtree(parent)
 
 
 def test_host_never_writes_or_reads_through_a_symlink_the_program_left(work, tmp_path):

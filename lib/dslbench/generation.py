@@ -452,6 +452,42 @@ def _good_entry(hit) -> bool:
     )
 
 
+def _sent_params(merged: dict, sample: int) -> dict:
+    sent = dict(merged)
+    if isinstance(sent.get("seed"), int):
+        sent["seed"] += sample
+    return sent
+
+
+def cached(spec: ModelSpec, messages: list[dict], params: dict | None, sample: int,
+           cache: GenerationCache | None, fences: tuple[str, ...] = ()) -> GenerationResult | None:
+    """The result `generate` would replay from the cache for this call, or None (no good entry)."""
+    if cache is None:
+        return None
+    merged = {**DEFAULT_PARAMS, **(params or {})}
+    hit = cache.get(cache_key(spec, merged, messages, sample))
+    if not _good_entry(hit):
+        return None
+    text, finish = hit["text"], hit.get("finish_reason")
+    if fences and hit.get("cut") != decoding.PROTOCOL:   # an entry from before the cut
+        text, finish = _cut(text, finish, fences)
+    return GenerationResult(
+        text=text,
+        status="ok",
+        error="",
+        cached=True,
+        usage=hit.get("usage", {}),
+        duration_s=hit.get("duration_s", 0.0),
+        attempts=hit.get("attempts", 1),
+        model=spec.litellm,
+        params=hit.get("params", _sent_params(merged, sample)),
+        finish_reason=finish,
+        api_base=effective_api_base(spec),
+        reasoning=hit.get("reasoning", ""),
+        provider_finish_reason=hit.get("provider_finish_reason", hit.get("finish_reason")),
+    )
+
+
 def generate(
     spec: ModelSpec,
     messages: list[dict],
@@ -482,31 +518,10 @@ def generate(
     merged = {**DEFAULT_PARAMS, **(params or {})}
     api_base = effective_api_base(spec)
     key = cache_key(spec, merged, messages, sample)
-    sent = dict(merged)
-    if isinstance(sent.get("seed"), int):
-        sent["seed"] += sample
-
-    if cache is not None:
-        hit = cache.get(key)
-        if _good_entry(hit):
-            text, finish = hit["text"], hit.get("finish_reason")
-            if fences and hit.get("cut") != decoding.PROTOCOL:   # an entry from before the cut
-                text, finish = _cut(text, finish, fences)
-            return GenerationResult(
-                text=text,
-                status="ok",
-                error="",
-                cached=True,
-                usage=hit.get("usage", {}),
-                duration_s=hit.get("duration_s", 0.0),
-                attempts=hit.get("attempts", 1),
-                model=spec.litellm,
-                params=hit.get("params", sent),
-                finish_reason=finish,
-                api_base=api_base,
-                reasoning=hit.get("reasoning", ""),
-                provider_finish_reason=hit.get("provider_finish_reason", hit.get("finish_reason")),
-            )
+    sent = _sent_params(merged, sample)
+    hit = cached(spec, messages, params, sample, cache, fences)
+    if hit is not None:
+        return hit
 
     t0 = time.monotonic()
     deadline = t0 + timeout

@@ -140,7 +140,8 @@ def run_generation(run_dir, dsls=None, models=None, limit=None, samples: int = 1
     None (nothing to generate for this item) or a dict with `messages`, `prompt_version` and any further
     fields to store on the record (e.g. `round`, which becomes part of the record key).
     """
-    from .generation import DEFAULT_PARAMS, default_cache_dir, default_model_name, effective_api_base, resolve_model
+    from .generation import (DEFAULT_PARAMS, GenerationCache, cached, default_cache_dir, default_model_name,
+                             effective_api_base, resolve_model)
     tasks = load_tasks(dsls or None, limit=limit)        # strict: stops before anything is written
     models = list(models or [default_model_name()])
     endpoint = {k: v for k, v in (("api_base", api_base), ("api_key_env", api_key_env)) if v}
@@ -189,10 +190,17 @@ def run_generation(run_dir, dsls=None, models=None, limit=None, samples: int = 1
             rec, messages = item
             store.append("generations", generation_record(rec, messages, res, budgets[rec["dsl"]][1]))
 
-        jobs = [((rec, messages), _generate_job,
-                 (rec["model"], messages, {**params, "max_tokens": budgets[rec["dsl"]][0]}, rec["sample"], cache_dir,
-                  timeout, toolchains.get(rec["dsl"]).fence_aliases, endpoint))
-                for rec, messages in todo]
+        cache = GenerationCache(Path(cache_dir))
+        jobs = []
+        for rec, messages in todo:
+            call = (messages, {**params, "max_tokens": budgets[rec["dsl"]][0]}, rec["sample"])
+            fences = toolchains.get(rec["dsl"]).fence_aliases
+            # a reply already in the cache is written here: no worker, no model load (a warm rerun)
+            hit = cached(specs[rec["model"]], *call, cache, fences)
+            if hit is not None:
+                write((rec, messages), hit.__dict__)
+            else:
+                jobs.append(((rec, messages), _generate_job, (rec["model"], *call, cache_dir, timeout, fences, endpoint)))
         fan_out(jobs, write, kind, workers, "generate", progress)
     return summarize_generations(store)
 

@@ -89,6 +89,14 @@ class RunResult:
 
 
 def _bwrap_base(as_root: bool, tmp_mb: int = 512) -> list[str]:
+    # Building the arguments resolves dozens of paths (~1 ms, more than bwrap's own start): cache them
+    # on everything they depend on, including which of the folders to hide exist right now.
+    key = tuple((str(c), os.path.isdir(c)) for c in _hide_candidates())
+    return list(_bwrap_args(as_root, tmp_mb, key, sys.prefix, sys.base_prefix, sys.executable))
+
+
+@functools.lru_cache(maxsize=64)
+def _bwrap_args(as_root: bool, tmp_mb: int, candidates: tuple, *_interpreter) -> tuple[str, ...]:
     args = ["bwrap", "--die-with-parent", "--new-session",
             "--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
             "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc"]
@@ -113,13 +121,13 @@ def _bwrap_base(as_root: bool, tmp_mb: int = 512) -> list[str]:
         args += ["--ro-bind", p, p]
     # What the program must not read although it lies in a visible tree: the tasks (their gold and
     # expected outputs), the runs and caches (other programs' outputs), the tests and the git history.
-    for p in _hidden_paths(masked):
+    for p in _hidden_paths(masked, [Path(c) for c, _ in candidates]):
         args += ["--perms", "0755", "--size", str(1024 * 1024), "--tmpfs", p]
     if as_root:
         args += ["--cap-add", "CAP_SETUID,CAP_SETGID"]
     else:
         args.insert(1, "--unshare-user-try")
-    return args
+    return tuple(args)
 
 
 def _exposed_paths(masked: list[str]) -> list[str]:
@@ -130,12 +138,16 @@ def _exposed_paths(masked: list[str]) -> list[str]:
     return sorted(p for p in under if not any(p != q and p.startswith(q + "/") for q in under))
 
 
-def _hidden_paths(masked: list[str]) -> list[str]:
+def _hide_candidates() -> list[Path]:
+    root = repo_root()
+    return [root / "data", root / "tests", root / "runs", root / ".cache", root / ".git", root / "book",
+            tasks_dir(), runs_dir(), cache_dir("generations", "DSLBENCH_CACHE").parent,
+            cache_dir("oracle", "DSLBENCH_ORACLE_CACHE")]
+
+
+def _hidden_paths(masked: list[str], candidates: list[Path]) -> list[str]:
     root = repo_root()
     exposed = _exposed_paths(masked)
-    candidates = {root / "data", root / "tests", root / "runs", root / ".cache", root / ".git", root / "book",
-                  tasks_dir(), runs_dir(), cache_dir("generations", "DSLBENCH_CACHE").parent,
-                  cache_dir("oracle", "DSLBENCH_ORACLE_CACHE")}
     out = set()
     for c in candidates:
         c = Path(c).resolve()
@@ -225,30 +237,39 @@ def _uid_of(full: list[str]) -> int | None:
     return None
 
 
-class _DiskQuota:
-    """Kills the program's process group once its work dir holds more than `mb` (checked 4x a second).
+class _Watch:
+    """Kills the program's process group at its deadline (`timed_out`) or once its work dir holds more
+    than `mb` (`exceeded`; checked 4x a second).
 
-    Files are capped one by one by RLIMIT_FSIZE and the private /tmp by its tmpfs size; this caps the
-    total a program can leave in the host work dir. The kill is a SIGKILL: a resource-limit fail.
+    The caller blocks in a plain wait, which returns the moment the program ends (Popen.wait with a
+    timeout polls with growing sleeps instead, adding milliseconds to every short command).
+    Files are capped one by one by RLIMIT_FSIZE and the private /tmp by its tmpfs size; the quota caps
+    the total a program can leave in the host work dir. The kill is a SIGKILL.
     """
     INTERVAL_S = 0.25
 
-    def __init__(self, proc: subprocess.Popen, work: Path, mb: int):
+    def __init__(self, proc: subprocess.Popen, work: Path, mb: int, timeout_s: float):
         self.proc, self.work, self.limit = proc, work, mb * 1024 * 1024
-        self.exceeded = ""
+        self.deadline = time.monotonic() + timeout_s
+        self.exceeded, self.timed_out = "", False
         self._done = threading.Event()
         self._thread = threading.Thread(target=self._watch, daemon=True)
         self._thread.start()
 
+    def _kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
     def _watch(self) -> None:
-        while not self._done.wait(self.INTERVAL_S):
+        while not self._done.wait(max(0.0, min(self.INTERVAL_S, self.deadline - time.monotonic()))):
+            if time.monotonic() >= self.deadline:
+                self.timed_out = True
+                return self._kill()
             if _tree_bytes(self.work) > self.limit:
                 self.exceeded = f"work dir over its {self.limit // (1024 * 1024)} MB disk quota"
-                try:
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                return
+                return self._kill()
 
     def stop(self) -> None:
         self._done.set()
@@ -345,8 +366,7 @@ def run(cmd: list[str], work: Path, limits: Limits | None = None, env: dict[str,
                                         preexec_fn=_set_limits(limits))
             except OSError as e:
                 return RunResult(shown, 127, "", f"cannot start: {e}", False, 0.0, mode)
-            timed_out = False
-            quota = _DiskQuota(proc, work, limits.disk_mb)
+            watch = _Watch(proc, work, limits.disk_mb, limits.timeout_s)
             try:
                 if stdin is not None:
                     try:
@@ -354,13 +374,6 @@ def run(cmd: list[str], work: Path, limits: Limits | None = None, env: dict[str,
                         proc.stdin.close()
                     except BrokenPipeError:
                         pass
-                proc.wait(timeout=limits.timeout_s)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
                 proc.wait()
             except BaseException:
                 # Ctrl-C or a crash in the caller: never leave the sandboxed program running.
@@ -368,14 +381,14 @@ def run(cmd: list[str], work: Path, limits: Limits | None = None, env: dict[str,
                 proc.wait()
                 raise
             finally:
-                quota.stop()
+                watch.stop()
             duration = time.monotonic() - t0
-        killed_for = quota.exceeded
+        killed_for = watch.exceeded
         cap = limits.fsize_mb * 1024 * 1024
         if not killed_for and proc.returncode != 0 and any((logs / n).stat().st_size >= cap for n in ("out", "err")):
             # the program's output reached the file-size limit (EFBIG): a limit, though nobody killed it
             killed_for = f"output over its {limits.fsize_mb} MB file-size limit"
         return RunResult(shown, proc.returncode, _read_capped(logs / "out"), _read_capped(logs / "err"),
-                         timed_out, duration, mode, killed_for)
+                         watch.timed_out, duration, mode, killed_for)
     finally:
         shutil.rmtree(logs, ignore_errors=True)
