@@ -139,7 +139,9 @@ def test_importer_maps_practices_and_skips_with_reasons():
     assert coins["provenance"]["upstream_id"] == "res://course/lesson-3-counting-coins/practice-Ab12Cd34.tres"
     assert "func add_coins():\n\tcoins += 3\n" in coins["gold"] and "EXPORT" not in coins["gold"]
     assert "func add_coins():\n\tpass\n" in coins["instruction"] and "[code]" not in coins["instruction"]
-    assert coins["oracle"]["scenarios"][0]["steps"][:2] == [{"call": "_run", "ignore": True}, {"get": "coins"}]
+    # A frame passes and the state the starting code gives is read before the run; then the run's result.
+    assert coins["oracle"]["scenarios"][0]["steps"][:4] == [{"tick": 1}, {"get": "coins"},
+                                                            {"call": "_run", "ignore": True}, {"get": "coins"}]
     assert {"get": "visible"} in coins["oracle"]["scenarios"][0]["steps"]       # the node's own state too
     # The Events autoload the practice emits on is given as a stand-in, registered by project.godot.
     assert sorted(coins["context"]) == ["Events.gd", "project.godot"]

@@ -161,14 +161,18 @@ func run_step(script, step: Dictionary, slots: Dictionary):
 	if typeof(target) != TYPE_OBJECT or not is_instance_valid(target):
 		return err("%s is not an object" % step["on"])
 	if op == "tick":
-		# Simulated frames: the engine does not run real frames during the harness, so the
-		# instance's own _process/_physics_process are called while it has processing enabled.
+		# Simulated frames: the engine does not run real frames during the harness, so each frame
+		# the tree's idle_frame and physics_frame signals are emitted (a script waiting on one with
+		# yield(get_tree(), "idle_frame") resumes, as on a real frame) and the instance's own
+		# _process/_physics_process are called while it has processing enabled.
 		var delta: float = str2var(step["args"])[0]
 		for _frame in range(int(name)):
 			if not is_instance_valid(target) or not (target is Node):
 				break
-			if target.is_processing() and target.has_method("_process"):
+			emit_signal("idle_frame")
+			if is_instance_valid(target) and target.is_processing() and target.has_method("_process"):
 				target._process(delta)
+			emit_signal("physics_frame")
 			if is_instance_valid(target) and target.is_physics_processing() and target.has_method("_physics_process"):
 				target._physics_process(delta)
 		return null

@@ -13,10 +13,14 @@ Layout read: the clone root (the folder with project.godot and course/) or its c
 
 The PracticeTester checks need the course app's scenes, so they are not run. The oracle is built from
 the solution: a scenario that adds the instance to the tree, sets the start values its scene gives
-it, calls the practice's run function (`_run` or `run`), ticks `_process` for a second of frames when
-the solution has one, and compares the solution's script variables, the node's transform and
-visibility, what the script gave the scene nodes it reaches (harness stand-ins
-of the scene's node types that record calls) and, when it prints, its output. The runtime context the
+it, lets a frame pass (as the app shows the scene before Run: a _ready waiting for a frame completes)
+and reads the script variables whose declaration the starting code gives, calls the practice's run
+function (`_run` or `run`), ticks `_process` for a second of frames when the solution has one, and
+compares the solution's script variables, the node's transform and visibility, the slice's
+one-parameter functions that the run calls with a number called again with a small and a large
+amount (PROBE_AMOUNTS; the variables read after each), what the script gave the scene nodes it
+reaches (harness stand-ins of the scene's node types that record calls) and, when it prints, its
+output. The runtime context the
 course app gives a practice is given as task context: the stand-in course/Events.gd (the autoload's
 signal names, written for DSL-Bench) and a project.godot that registers it. A practice that needs more
 of the app (iterating or using the state of scene nodes, loading its resources, another autoload, or a
@@ -180,6 +184,8 @@ NODE2D_LIKE = {"Node2D", "Sprite", "AnimatedSprite", "Position2D", "KinematicBod
 CONTROL_LIKE = {"Control", "Label", "Panel", "ColorRect", "TextureRect", "Button", "ProgressBar", "RichTextLabel"}
 SCENE_PROPS = {"visible", "position", "rotation", "rotation_degrees", "scale", "value", "text"}
 SETTER_VALUE = 7              # a setter of a numeric variable is called with this, then the variable read
+PROBE_AMOUNTS = (1, 1000)     # a function the run calls with a number is called again with these (a small
+                              # and a large amount), then the script variables read
 
 
 class Project:
@@ -284,9 +290,10 @@ def convert_practice(record_id: str, record) -> dict | Skip:
     elif base in NODE2D_LIKE:
         # The node's own state after the run (what the course shows: where it is, how it looks).
         tester_props += ["position", "rotation", "scale", "visible", "modulate"]
-    own_vars = [v for v in script_vars if v not in refs]            # not the variables holding scene nodes
+    own_vars = [v for v in dict.fromkeys(script_vars) if v not in refs]   # not the variables holding scene nodes
     compared = [{"get": v} for v in dict.fromkeys(own_vars + (tester_props if node_base else []))]
     compared += probe_calls(gold, editable, tester)
+    compared += probe_amounts(gold, editable, own_vars, {s["call"] for s in compared if "call" in s})
     types, values, own = scene_types(project, slice_path)
     nodes = standin_nodes(code, refs, types) if refs else []
     stateful = [f"{n['path']}.{prop}" for n in nodes for prop in n.pop("state")]
@@ -306,7 +313,10 @@ def convert_practice(record_id: str, record) -> dict | Skip:
             compared += [{"get": prop, "on": f"node{k}"} for prop in node["props"]]
         if node["methods"]:
             compared.append({"get": "dslbench_calls", "on": f"node{k}"})
-    steps = setup + steps + compared
+    # Before the run, as in the course app (the scene is shown before Run is pressed): a frame passes
+    # (a _ready that waits for a frame completes) and the state the starting code gives is read.
+    before_run = ([{"tick": 1}] if node_base else []) + [{"get": v} for v in given_vars(gold, starting, own_vars)]
+    steps = setup + before_run + steps + compared
     if not compared:
         return Skip(record_id, "nothing_to_compare", "no script variable or tester-read property to compare")
 
@@ -495,4 +505,58 @@ def probe_calls(gold: str, editable: str, tester: str) -> list[dict]:
         for name in re.findall(r"^func (\w+)\(\s*\w+\s*\):", editable, re.M):
             if re.search(rf"\.{name}\(", tester):
                 steps += [{"call": name, "args": [v]} for v in values]
+    return steps
+
+
+VAR_DECL = r"^(?:export(?:\([^)]*\))?\s+|onready\s+)?var\s+{name}\b.*$"
+
+
+def given_vars(gold: str, starting: str, own_vars: list[str]) -> list[str]:
+    """The script variables whose declaration the starting code gives as the solution has it (so their
+    value before the run is the practice's, not the student's choice): read before the run."""
+    given = {l.split("#", 1)[0].strip() for l in starting.splitlines() if l.strip()}
+    out = []
+    for v in own_vars:
+        m = re.search(VAR_DECL.format(name=re.escape(v)), gold, re.M)
+        if m and "=" in m.group(0) and m.group(0).split("#", 1)[0].strip() in given:
+            out.append(v)
+    return out
+
+
+def _function_body(code: str, name: str) -> str:
+    """The lines of `func name(...)` in `code`, up to the next line that is not indented."""
+    lines = code.splitlines()
+    start = next((i for i, l in enumerate(lines) if re.match(rf"func {re.escape(name)}\(", l)), None)
+    if start is None:
+        return ""
+    body = []
+    for l in lines[start + 1:]:
+        if l.strip() and not l[0].isspace():
+            break
+        body.append(l)
+    return "\n".join(body)
+
+
+def probe_amounts(gold: str, editable: str, own_vars: list[str], probed: set[str]) -> list[dict]:
+    """Calls of the slice's one-parameter functions that the run calls with a number (`heal(40)`,
+    `take_damage(_damage)` with `var _damage = 50`): each again with PROBE_AMOUNTS, its return value
+    compared when it returns one, then the script variables read (a limit or a branch the run's own
+    amount does not reach is exercised too)."""
+    numbers = set(re.findall(r"^(?:const|var)\s+(\w+)\s*:?=\s*-?\d+(?:\.\d+)?\s*$", gold, re.M))
+    calls_in = re.sub(r"^func .*$", "", re.sub(r"#.*", "", gold), flags=re.M)
+    steps = []
+    for name in re.findall(r"^func ([A-Za-z]\w*)\(\s*\w+\s*(?::\s*(?:int|float)\s*)?\)\s*(?:->\s*\w+\s*)?:",
+                           editable, re.M):
+        if name in probed or name.startswith("set_"):
+            continue
+        args = re.findall(rf"(?<![\w.]){name}\(\s*([^(),]*?)\s*\)", calls_in)
+        if not args or not all(re.fullmatch(r"-?\d+(?:\.\d+)?", a) or a in numbers for a in args):
+            continue
+        body = _function_body(editable, name)
+        if re.search(r"\byield\b", body):
+            continue                      # a coroutine: called again it would wait on what the run waits on
+        returns = bool(re.search(r"^\s*return\s+\S", body, re.M))
+        for amount in PROBE_AMOUNTS:
+            steps.append({"call": name, "args": [amount], **({} if returns else {"ignore": True})})
+            steps += [{"get": v} for v in own_vars]
     return steps

@@ -22,8 +22,11 @@ Oracle spec (task.oracle):
         - emitted: SIGNAL      on, ignore, expect                 (emissions since the last check)
         - new: INNER_CLASS     args, as, ignore, expect           (an inner class / const script)
         - const: NAME          ignore, expect                     (a script constant or enum)
-        - tick: FRAMES         delta (default 1/60)                (call _process/_physics_process of a
-                                                                  processing instance FRAMES times)
+        - tick: FRAMES         delta (default 1/60)                (FRAMES simulated frames: each emits the
+                                                                  tree's idle_frame/physics_frame signals, so
+                                                                  a yield on them resumes, and calls
+                                                                  _process/_physics_process of a processing
+                                                                  instance)
 Every step's result is compared with the gold's result on the same step (and with `expect` when
 given; the gold must agree with it). A runtime error of the candidate (SCRIPT ERROR) fails.
 Values: YAML scalars, lists and mappings (-> Dictionary); {Vector2: [x, y]}, {Vector3: [x, y, z]},
