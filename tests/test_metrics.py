@@ -271,3 +271,24 @@ def test_missingness_by_model_flags_a_judge_that_fails_one_models_programs():
     assert t.loc["cypher", "p_value"] == pytest.approx(p) and t.loc["cypher", "chi2"] == pytest.approx(chi2)
     assert bool(t.loc["cypher", "differs"]) and p < 0.001
     assert not bool(t.loc["jq", "differs"]) and np.isnan(t.loc["jq", "p_value"])
+
+
+def test_generation_throughput_per_model_and_method():
+    """Calls/s and tokens/s over model time, good replies only; the results page shows the same table."""
+    rows = [  # model, method, status, seconds, completion tokens, cached, finish_reason
+        ("m", "baseline", "ok", 4.0, 100, False, "stop"),
+        ("m", "baseline", "ok", 6.0, 300, True, "repetition"),
+        ("m", "baseline", "error", 9.0, 0, False, None),      # a failed call: not a reply
+        ("m", "pe", "ok", 2.0, 50, False, "fence_closed"),
+    ]
+    gens = pd.DataFrame(rows, columns=["model", "method", "generation_status", "generation_duration_s",
+                                       "usage_completion_tokens", "cached", "finish_reason"])
+    tp = metrics.generation_throughput(gens).set_index("method")
+    assert tp.loc["baseline", "replies"] == 2 and tp.loc["baseline", "cached"] == 1
+    assert tp.loc["baseline", "model_s"] == 10.0 and tp.loc["baseline", "calls_per_s"] == 0.2
+    assert tp.loc["baseline", "tokens_per_s"] == 40.0 and tp.loc["baseline", "tokens_per_reply"] == 200.0
+    assert tp.loc["baseline", "ended_by"] in ("stop 1, repetition 1", "repetition 1, stop 1")
+    assert tp.loc["pe", "tokens_per_s"] == 25.0 and tp.loc["pe", "ended_by"] == "fence_closed 1"
+    page = "\n".join(book.throughput_md(gens))
+    assert "## Model calls" in page and "| m | pe | 1 | 0 | 2.0 | 0.5 | 25.0 | 50.0 | fence_closed 1 |" in page
+    assert book.throughput_md(gens.iloc[0:0]) == []

@@ -216,7 +216,7 @@ def run_scope_md(run_dir: Path) -> list[str]:
     return lines
 
 
-def results_md(table: pd.DataFrame, run_name: str, scope: list[str] = ()) -> str:
+def results_md(table: pd.DataFrame, run_name: str, scope: list[str] = (), gens: pd.DataFrame | None = None) -> str:
     lines = ["# Results", "", *scope, f"Run `{run_name}`. Every level of every verdict has a status and a reason code "
              "(one taxonomy for all DSLs, listed below). Pass rates are over *evaluated* records, those judged "
              "`pass` or `fail` at both levels; records marked `unavailable` (no judge on the machine that "
@@ -274,7 +274,22 @@ def results_md(table: pd.DataFrame, run_name: str, scope: list[str] = ()) -> str
                   "Unavailable per model: " + "; ".join(f"{r.dsl}: {r.unavailable_by_model}" for r in differs.itertuples())
                   + ".", "```", ""]
     lines += judged_md(table)
+    lines += throughput_md(gens if gens is not None else pd.DataFrame())
     return "\n".join(lines)
+
+
+def throughput_md(gens: pd.DataFrame) -> list[str]:
+    """Model calls per model and method (metrics.generation_throughput), under the results."""
+    tp = metrics.generation_throughput(gens)
+    if tp.empty:
+        return []
+    return ["", "## Model calls", "", "Per model and method: good replies (of which served from the generation cache), "
+            "seconds of model time, calls and completion tokens per second of that time, tokens per reply, and "
+            "what ended each reply (`stop`: the model; `length`: the token budget; `fence_closed` and `repetition`: "
+            "the decoding protocol's cut, see [the method](../method.md)). A cached reply keeps the time of the call that "
+            "made it. The figures depend on the machine and on what else ran beside the model.", "",
+            _md_table(tp.rename(columns={"model_s": "model s", "calls_per_s": "calls/s", "tokens_per_s": "tokens/s",
+                                         "tokens_per_reply": "tokens/reply", "ended_by": "ended by"})), ""]
 
 
 def _temperatures(table: pd.DataFrame) -> str:
@@ -432,7 +447,8 @@ def generate_sources(run_dir: Path, batch_dirs: list[Path] = ()) -> Path:
     for dsl, ts in tasks.items():
         (gen / "dsls" / f"{dsl}.md").write_text(dsl_card_md(dsl, ts, matrix.get(dsl, {})))
     table = RunStore(run_dir).verdict_table() if run_dir.exists() else pd.DataFrame()
-    (gen / "results.md").write_text(results_md(table, run_dir.name, run_scope_md(run_dir)))
+    gens = RunStore(run_dir).table("generations") if run_dir.exists() else pd.DataFrame()
+    (gen / "results.md").write_text(results_md(table, run_dir.name, run_scope_md(run_dir), gens))
     (gen / "outcomes").mkdir()
     for dsl in sorted(set(table["dsl"])) if len(table) else []:
         (gen / "outcomes" / f"{dsl}.md").write_text(dsl_outcomes_md(dsl, table))

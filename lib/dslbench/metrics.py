@@ -351,3 +351,30 @@ def missingness_by_model(verdicts: pd.DataFrame, by=("dsl",)) -> pd.DataFrame:
                      "unavailable_by_model": ", ".join(f"{m}: {int(r['sum'])}/{int(r['size'])}" for m, r in per.iterrows()),
                      "chi2": float(chi2), "p_value": float(p), "differs": bool(p < 0.05) if p == p else False})
     return pd.DataFrame(rows, columns=cols)
+
+
+def generation_throughput(gens: pd.DataFrame, by=("model", "method")) -> pd.DataFrame:
+    """Model calls per group (a method is a stage's way of prompting): replies, seconds of model time,
+    calls/s and completion tokens/s over that time, tokens per reply, and how the replies ended.
+
+    Over the good replies (generation_status ok); a reply served from the cache keeps the time and
+    tokens of the call that made it, so the figures describe the model and protocol, not the rerun.
+    With one worker (the embedded model) model time is wall time; with several it is their sum.
+    """
+    cols = [*by, "replies", "cached", "model_s", "calls_per_s", "tokens_per_s", "tokens_per_reply", "ended_by"]
+    if gens.empty or "generation_status" not in gens:
+        return pd.DataFrame(columns=cols)
+    ok = gens[gens["generation_status"] == "ok"]
+    rows = []
+    for key, g in ok.groupby(list(by), sort=True):
+        seconds = float(g["generation_duration_s"].fillna(0).sum())
+        tokens = float(g["usage_completion_tokens"].fillna(0).sum()) if "usage_completion_tokens" in g else np.nan
+        ends = g["finish_reason"].fillna("unknown").value_counts()
+        rows.append({**dict(zip(by, key if isinstance(key, tuple) else (key,))), "replies": len(g),
+                     "cached": int(g["cached"].fillna(False).astype(bool).sum()) if "cached" in g else 0,
+                     "model_s": round(seconds, 1),
+                     "calls_per_s": round(len(g) / seconds, 3) if seconds else np.nan,
+                     "tokens_per_s": round(tokens / seconds, 1) if seconds else np.nan,
+                     "tokens_per_reply": round(tokens / len(g), 1),
+                     "ended_by": ", ".join(f"{k} {v}" for k, v in ends.items())})
+    return pd.DataFrame(rows, columns=cols)
