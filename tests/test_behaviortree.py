@@ -225,6 +225,80 @@ def test_btgenbot_import_maps_fields_and_migrates(tmp_path, tasks):
         assert [v["status"] for v in judge(task, task.gold)] == ["pass", "pass"], task.id
 
 
+def _btgenbot_module():
+    """btgenbot.py, as the behaviortree validator imports it."""
+    import importlib
+    return importlib.import_module(type(toolchains.get(DSL)).__module__)._btgenbot()
+
+
+MUTANT_TREE = """<root main_tree_to_execute="MainTree">
+  <BehaviorTree ID="MainTree">
+    <Fallback name="dock_or_patrol">
+      <Sequence name="dock">
+        <Condition ID="IsBatteryLow"/>
+        <Action ID="GoToDock" speed="0.5"/>
+      </Sequence>
+      <Sequence name="patrol">
+        <Inverter>
+          <Condition ID="IsObstacleAhead"/>
+        </Inverter>
+        <Action ID="Patrol" laps="2"/>
+      </Sequence>
+    </Fallback>
+  </BehaviorTree>
+</root>"""
+
+
+def test_btgenbot_semantic_mutants_pass_syntax_and_fail_semantics(tmp_path, tasks):
+    # the same tree five times in the published layout: the record index rotates the kinds of slip
+    record = {"instruction": "You will be provided a summary of a task performed by a behavior tree...",
+              "input": "The robot docks when its battery is low, otherwise it patrols if no obstacle is ahead.",
+              "output": MUTANT_TREE}
+    (tmp_path / "dataset").mkdir()
+    (tmp_path / "dataset" / "bt_dataset.json").write_text(json.dumps([record] * 5))
+    tc = toolchains.get(DSL)
+    imported = tc.import_upstream(tmp_path)
+    assert len(imported.tasks) == 5 and not imported.skipped
+    notes = set()
+    for t in imported.tasks:
+        assert 1 <= len(t["mutants"]) <= 3
+        assert len({m["program"] for m in t["mutants"]} | {t["gold"]}) == len(t["mutants"]) + 1
+        assert all(m["level"] == "semantic" and m["note"] for m in t["mutants"])
+        notes |= {m["note"] for m in t["mutants"]}
+    assert {"control flow: <Fallback> -> <Sequence> (name=\"dock_or_patrol\")",
+            "children 1 and 2 of <Fallback> swapped (<Sequence> after <Sequence>)",
+            "leaf <IsBatteryLow> dropped from <Sequence>",
+            "Inverter around condition <IsObstacleAhead> removed",
+            "numeric port literal: <GoToDock speed> 0.5 -> 1.5"} <= notes
+    # deterministic: the same record gives the same mutants
+    gold, kinds = imported.tasks[0]["gold"], {"IsBatteryLow": "Condition", "GoToDock": "Action",
+                                              "IsObstacleAhead": "Condition", "Patrol": "Action"}
+    btgenbot = _btgenbot_module()
+    assert btgenbot.semantic_mutants(gold, kinds, 3) == btgenbot.semantic_mutants(gold, kinds, 3)
+    written = write_tasks(DSL, imported.tasks, tmp_path / "out")
+    seen = set()
+    for path in written:   # BT.CPP 4 loads each mutant with the palette; the generated scenarios kill it
+        task = load_task_file(path, tc.check_oracle)
+        for m in task.mutants:
+            if m.program in seen:
+                continue
+            seen.add(m.program)
+            syn, sem = judge(task, m.program)
+            assert syn["status"] == "pass", (m.note, syn["diagnostics"])
+            assert sem["status"] == "fail" and sem["reason"] == "oracle_mismatch", (m.note, sem["diagnostics"])
+    assert len(seen) >= 5
+
+
+def test_btgenbot_mutants_skip_swaps_of_blackboard_writes():
+    btgenbot = _btgenbot_module()
+    gold = mainxml('<Sequence>\n<SetBlackboard output_key="a" value="1"/>\n<SetBlackboard output_key="b" value="2"/>\n'
+                   '<Wave/>\n</Sequence>')
+    mutants = btgenbot.semantic_mutants(gold, {"Wave": "Action"}, 1)
+    # the two writes swapped would be the same program: no "children ... swapped" mutant
+    assert mutants and not any(m["note"].startswith("children") for m in mutants)
+    assert all(m["program"] != gold for m in mutants)
+
+
 def test_btgenbot_layouts_and_wrong_folder(tmp_path):
     tc = toolchains.get(DSL)
     from dslbench.upstream import NotThisBenchmark

@@ -9,11 +9,15 @@ has no node palette and no behaviour to compare against, so each record is turne
      tags, the tree's own <TreeNodesModel>, or an Is/Has/Can/Check name prefix; ports from the
      attributes: `{key}` values give inout ports, literals input ports; a port that some use of the
      node leaves out gets an empty default);
-  3. generating trivial scenarios: every leaf succeeds; then one scenario per leaf type that fails
-     (conditions first), then one per migrated blackboard check that mismatches, up to MAX_SCENARIOS.
-     Every blackboard entry the tree refers to starts with a placeholder value, and the instruction
-     names these entries. The scenarios test the control flow and dataflow the upstream tree encodes,
-     not the behaviour its summary asks for: real scenarios must be supplied by the user.
+  3. generating trivial scenarios: every leaf succeeds; every leaf fails; every condition fails (the
+     actions succeed); then one scenario per leaf type that fails (conditions first), then one per
+     migrated blackboard check that mismatches, up to MAX_SCENARIOS. Every blackboard entry the tree
+     refers to starts with a placeholder value, and the instruction names these entries. The scenarios
+     test the control flow and dataflow the upstream tree encodes, not the behaviour its summary asks
+     for: real scenarios must be supplied by the user;
+  4. deriving up to MAX_MUTANTS semantic mutants from the migrated gold (semantic_mutants): single slips
+     that BT.CPP 4 still loads with the same palette (Sequence<->Fallback, two children swapped, a leaf
+     dropped, an Inverter removed or added around a condition, a numeric port literal changed).
 
 The published layout is the repository's dataset/bt_dataset.json (the clone, its dataset folder or
 the file itself are accepted). Records that cannot become a BT.CPP 4 task are skipped with a reason
@@ -35,7 +39,7 @@ from dslbench.upstream import NotThisBenchmark
 
 BENCHMARK = "BTGenBot bt_dataset.json"
 LICENCE = "MIT (BTGenBot repository)"
-MAX_SCENARIOS = 6
+MAX_SCENARIOS = 8
 CONTROLS = {"Sequence", "SequenceWithMemory", "ReactiveSequence", "Fallback", "ReactiveFallback", "Parallel",
             "ParallelAll", "IfThenElse", "WhileDoElse", "Switch2", "Switch3", "Switch4", "Switch5", "Switch6",
             "AsyncSequence", "AsyncFallback"}
@@ -299,20 +303,183 @@ def numeric_keys(gold: str) -> set[str]:
     return out
 
 
+def switch_cases(gold: str) -> dict[str, str]:
+    """{entry: its first case} for the entries a SwitchN node reads (variable="{key}"): a placeholder value
+    there matches no case, so every run would take the default branch."""
+    out = {}
+    for el in ET.fromstring(gold).iter():
+        value = el.get("variable", "")
+        if el.tag.startswith("Switch") and value.startswith("{") and value.endswith("}") and el.get("case_1"):
+            out.setdefault(value[1:-1].lstrip("@"), el.get("case_1"))
+    return out
+
+
 def scenarios_for(kinds: dict[str, str], keys: list[str], checks: list[tuple[str, str]],
-                  numeric: set[str] = frozenset()) -> list[dict]:
-    """Trivial scenarios: all leaves succeed, then each leaf type fails in turn (conditions first), then
-    each migrated blackboard check mismatches. Every entry the tree refers to starts as '<key>_0'
-    (the value a migrated check compares with, for those), so no leaf fails for want of an input."""
+                  numeric: set[str] = frozenset(), cases: dict[str, str] | None = None) -> list[dict]:
+    """Trivial scenarios: all leaves succeed, all fail, all conditions fail, then each leaf type fails in
+    turn (conditions first), then each migrated blackboard check mismatches. Every entry the tree refers
+    to starts as '<key>_0' (the value a migrated check compares with, for those; the first case, for the
+    variable of a SwitchN), so no leaf fails for want of an input."""
     board = {key: "1" if key in numeric else f"{key}_0" for key in keys}
+    board.update(cases or {})
     board.update(dict(checks))
     out = [{"name": "every leaf succeeds", "blackboard": dict(board)}]
-    order = [n for n, k in kinds.items() if k == "Condition"] + [n for n, k in kinds.items() if k == "Action"]
+    conditions = [n for n, k in kinds.items() if k == "Condition"]
+    order = conditions + [n for n, k in kinds.items() if k == "Action"]
+    # the other extreme: every Fallback tries all its children (the branches after the first one, the
+    # retries and the recoveries run only here or when the leaves before them fail)
+    out.append({"name": "every leaf fails", "blackboard": dict(board), "nodes": {n: ["FAILURE"] for n in order}})
+    if conditions and len(conditions) < len(order):
+        out.append({"name": "every condition fails", "blackboard": dict(board),
+                    "nodes": {n: ["FAILURE"] for n in conditions}})
     for node_id in order:
         out.append({"name": f"{node_id} fails", "blackboard": dict(board), "nodes": {node_id: ["FAILURE"]}})
     for key, literal in checks:
         out.append({"name": f"{key} differs from {literal}", "blackboard": {**board, key: f"not_{literal}"}})
     return out[:MAX_SCENARIOS]
+
+
+# --- semantic mutants ------------------------------------------------------------------------------
+# Plausible single slips on the migrated gold, each still loaded by BT.CPP 4 with the same palette.
+MAX_MUTANTS = 3
+FLOW_SWAPS = {"Sequence": "Fallback", "Fallback": "Sequence", "ReactiveSequence": "ReactiveFallback",
+              "ReactiveFallback": "ReactiveSequence", "SequenceWithMemory": "Fallback"}
+# children may be reordered or dropped freely only under these (IfThenElse, Switch... have fixed arity,
+# Parallel thresholds count children)
+ORDERED = {"Sequence", "SequenceWithMemory", "ReactiveSequence", "Fallback", "ReactiveFallback"}
+# literal ports of built-in nodes whose change the scenarios can observe (loop counts, not durations:
+# the scripted leaves take no time)
+COUNT_PORTS = {"num_cycles", "num_attempts"}
+NUMBER = re.compile(r"-?\d+(\.\d+)?")
+
+
+def _reachable(root: ET.Element) -> list[ET.Element]:
+    """The <BehaviorTree> elements the main tree runs (itself, then the subtrees it calls, transitively)."""
+    trees = {t.get("ID"): t for t in root.findall("BehaviorTree")}
+    if not trees:
+        return []
+    main = root.get("main_tree_to_execute")
+    order = [trees.get(main) if main in trees else root.findall("BehaviorTree")[0]]
+    for tree in order:
+        for el in tree.iter("SubTree"):
+            sub = trees.get(el.get("ID"))
+            if sub is not None and sub not in order:
+                order.append(sub)
+    return order
+
+
+def _elements(root: ET.Element) -> list[tuple[ET.Element, ET.Element]]:
+    """(parent, element) pairs below the reachable trees, in document order."""
+    out = []
+    for tree in _reachable(root):
+        for parent in tree.iter():
+            out.extend((parent, child) for child in parent)
+    return out
+
+
+def _is_leaf(el: ET.Element, kinds: dict[str, str]) -> bool:
+    return not len(el) and _node_id(el) in kinds
+
+
+def _mutate_flow(root, kinds):
+    for _, el in _elements(root):
+        if el.tag in FLOW_SWAPS and len(el) >= 2:
+            new = FLOW_SWAPS[el.tag]
+            note = f"control flow: <{el.tag}> -> <{new}>" + (f' (name="{el.get("name")}")' if el.get("name") else "")
+            el.tag = new
+            return note
+    return None
+
+
+def _runs_leaf(el: ET.Element, kinds: dict[str, str]) -> bool:
+    """Whether the subtree holds a palette leaf or calls a subtree (so its place in the order shows in a trace;
+    two SetBlackboard writes of different entries, swapped, are the same program)."""
+    return any(_is_leaf(x, kinds) or x.tag == "SubTree" for x in el.iter())
+
+
+def _mutate_order(root, kinds):
+    for _, el in _elements(root):
+        if el.tag not in ORDERED:
+            continue
+        children = list(el)
+        for i in range(len(children) - 1):
+            a, b = children[i], children[i + 1]
+            if ET.tostring(a) != ET.tostring(b) and _runs_leaf(a, kinds) and _runs_leaf(b, kinds):
+                el.remove(a)
+                el.insert(i + 1, a)
+                return f"children {i + 1} and {i + 2} of <{el.tag}> swapped (<{_node_id(a)}> after <{_node_id(b)}>)"
+    return None
+
+
+def _mutate_drop(root, kinds):
+    for _, el in _elements(root):
+        if el.tag in ORDERED and len(el) >= 2:
+            leaf = next((c for c in el if _is_leaf(c, kinds)), None)
+            if leaf is not None:
+                el.remove(leaf)
+                return f"leaf <{_node_id(leaf)}> dropped from <{el.tag}>"
+    return None
+
+
+def _mutate_inverter(root, kinds):
+    pairs = _elements(root)
+    for parent, el in pairs:            # an Inverter around a condition removed...
+        if el.tag == "Inverter" and len(el) == 1 and _is_leaf(el[0], kinds) and kinds[_node_id(el[0])] == "Condition":
+            i = list(parent).index(el)
+            parent.remove(el)
+            parent.insert(i, el[0])
+            return f"Inverter around condition <{_node_id(el[0])}> removed"
+    for parent, el in pairs:            # ... or one added
+        if parent.tag != "Inverter" and _is_leaf(el, kinds) and kinds[_node_id(el)] == "Condition":
+            i = list(parent).index(el)
+            parent.remove(el)
+            wrapper = ET.Element("Inverter")
+            wrapper.append(el)
+            parent.insert(i, wrapper)
+            return f"Inverter added around condition <{_node_id(el)}>"
+    return None
+
+
+def _mutate_number(root, kinds):
+    for _, el in _elements(root):
+        leaf = _is_leaf(el, kinds)
+        if not leaf and el.tag not in BUILTIN:
+            continue
+        for attr, value in el.attrib.items():
+            if attr in ("ID", "name") or attr.startswith("_") or not NUMBER.fullmatch(value.strip()):
+                continue
+            if not leaf and attr not in COUNT_PORTS:
+                continue
+            whole, _, frac = value.strip().partition(".")
+            new = str(int(whole) + 1) + ("." + frac if frac else "")
+            if not leaf and int(whole) < 0:           # -1 means "forever": make it a finite count
+                new = "2"
+            el.set(attr, new)
+            return f"numeric port literal: <{_node_id(el)} {attr}> {value} -> {new}"
+    return None
+
+
+MUTATIONS = (_mutate_flow, _mutate_order, _mutate_drop, _mutate_inverter, _mutate_number)
+
+
+def semantic_mutants(gold: str, kinds: dict[str, str], index: int = 0) -> list[dict]:
+    """Up to MAX_MUTANTS single slips on the gold, one of each kind: a Sequence<->Fallback swap, two children
+    of a control node swapped, a leaf dropped from a control node of two or more children, an Inverter
+    removed or added around a condition, a numeric port literal changed. Deterministic: the kinds are
+    tried in a rotation that starts at the record index, so the dataset sees all kinds."""
+    base = _serialize(ET.fromstring(gold))
+    out = []
+    for k in range(len(MUTATIONS)):
+        if len(out) == MAX_MUTANTS:
+            break
+        root = ET.fromstring(gold)
+        note = MUTATIONS[(index + k) % len(MUTATIONS)](root, kinds)
+        if note is None:
+            continue
+        program = _serialize(root)
+        if program not in (gold, base) and all(program != m["program"] for m in out):
+            out.append({"level": "semantic", "note": note, "program": program})
+    return out
 
 
 def _difficulty(gold: str) -> str:
@@ -351,10 +518,12 @@ def to_task(index: int, record: dict) -> dict:
         "title": _title(record["input"], index), "difficulty": _difficulty(gold),
         "constructs": _constructs(gold), "failure_modes": ["structure"] + (["version"] if version else []),
         "instruction": instruction, "context": {"nodes.xml": palette}, "gold": gold,
-        "oracle": {"palette": "nodes.xml", "scenarios": scenarios_for(kinds, keys, checks, numeric_keys(gold))},
+        "oracle": {"palette": "nodes.xml", "scenarios": scenarios_for(kinds, keys, checks, numeric_keys(gold),
+                                                                  switch_cases(gold))},
         "provenance": {"source": "upstream", "benchmark": BENCHMARK, "upstream_id": str(index), "licence": LICENCE,
                        "migration": changes or ["none"],
                        "note": "palette inferred from the tree; scenarios generated trivially (all leaves "
-                               "succeed, then one leaf type fails): supply real scenarios for a full oracle"},
-        "split": "test", "mutants": [],
+                               "succeed, all fail, all conditions fail, then one leaf type fails); mutants "
+                               "generated: supply real scenarios for a full oracle"},
+        "split": "test", "mutants": semantic_mutants(gold, kinds, index),
     }
