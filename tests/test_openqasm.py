@@ -2,6 +2,7 @@
 level rejects and why, the register interface, hidden oracle variants, the strict oracle spec check,
 and the QCircuitBench loader (fixtures in tests/fixtures/openqasm, written for these tests)."""
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -213,7 +214,8 @@ def test_loader_maps_each_algorithm_and_size_to_a_task():
     tasks, skipped = _import()
     by_id = {t["id"]: t for t in tasks}
     assert sorted(by_id) == ["openqasm-qcb-deutsch-jozsa-n2", "openqasm-qcb-pair-maker-n2", "openqasm-qcb-pair-maker-n3",
-                             "openqasm-qcb-parity-probe-n2", "openqasm-qcb-parity-probe-n3"]
+                             "openqasm-qcb-parity-probe-n2", "openqasm-qcb-parity-probe-n3",
+                             "openqasm-qcb-phase-ladder-n2"]
     probe = by_id["openqasm-qcb-parity-probe-n2"]
     folder = QCB / "Algorithm_Design/Quantum_Computing/parity_probe"
     assert probe["gold"] == (folder / "parity_probe_n2.qasm").read_text()
@@ -226,7 +228,10 @@ def test_loader_maps_each_algorithm_and_size_to_a_task():
     assert "{qubit number}" not in probe["instruction"] and "`qubit[3] q;` and `bit[2] c;`" in probe["instruction"]
     assert probe["provenance"] == {"source": "upstream", "benchmark": "QCircuitBench", "licence": "MIT",
                                    "upstream_id": "Algorithm_Design/Quantum_Computing/parity_probe/parity_probe_n2.qasm"}
-    assert probe["mutants"] == [] and probe["split"] == "test"
+    assert probe["split"] == "test"
+    assert [m["note"] for m in probe["mutants"]] == ["h replaced by x on q[0]", "x applied to q[0] instead of q[2]",
+                                                     "gate dropped: h q[2];"]
+    assert all(m["level"] == "semantic" and m["program"] != probe["gold"] for m in probe["mutants"])
     # the published trials are numbered freely: n3's only oracle is trial13
     assert by_id["openqasm-qcb-parity-probe-n3"]["context"] == {
         "oracle.inc": (folder / "test_oracle/n3/trial13/oracle.inc").read_text()}
@@ -245,7 +250,7 @@ def test_loader_maps_each_algorithm_and_size_to_a_task():
 def test_imported_tasks_load_strictly_and_their_golds_pass(tmp_path):
     tasks, _ = _import()
     paths = write_tasks("openqasm", tasks, tmp_path)
-    assert len(paths) == 5
+    assert len(paths) == 6
     loaded = {p.stem: load_task_file(p, toolchains.get("openqasm").check_oracle) for p in paths}
     probe = loaded["openqasm-qcb-parity-probe-n2"]
     out = pipeline.evaluate("openqasm", probe, probe.gold)
@@ -261,6 +266,37 @@ def test_imported_tasks_load_strictly_and_their_golds_pass(tmp_path):
     blind = H + 'include "oracle.inc";\nbit[2] c;\nqubit[3] q;\nc[0] = measure q[0];\nc[1] = measure q[1];\n'
     out = pipeline.evaluate("openqasm", dj, blind)
     assert out["semantic"]["status"] == "fail" and "hidden include variant" in out["semantic"]["diagnostics"]
+
+
+def test_imported_gold_gets_semantic_mutants_that_pass_syntax_and_fail_semantics(tmp_path):
+    tasks, _ = _import()
+    ladder = next(t for t in tasks if t["id"] == "openqasm-qcb-phase-ladder-n2")
+    assert [m["note"] for m in ladder["mutants"]] == [
+        "cx control and target swapped: cx q[0], q[1] -> cx q[1], q[0]",
+        "rotation angle halved in gate Ladder: cp(pi/2) -> cp(pi/4)",
+        "h replaced by x on _gate_q_1 in gate Ladder"]
+    assert "  cp(pi/4) _gate_q_0, _gate_q_1;\n" in ladder["mutants"][1]["program"]
+    paths = write_tasks("openqasm", tasks, tmp_path)
+    loaded = {p.stem: load_task_file(p, toolchains.get("openqasm").check_oracle) for p in paths}
+    for task_id in ("openqasm-qcb-phase-ladder-n2", "openqasm-qcb-parity-probe-n2"):
+        task = loaded[task_id]
+        assert len(task.mutants) == 3
+        for m in task.mutants:
+            out = pipeline.evaluate("openqasm", task, m.program)
+            assert [out["syntax"]["status"], out["semantic"]["status"]] == ["pass", "fail"], (m.note, out)
+
+
+def test_mutant_generator_avoids_slips_that_cannot_change_the_measured_bits():
+    qcb_semantic_mutants = sys.modules[type(toolchains.get("openqasm")).__module__].qcb_semantic_mutants
+    oracle = {"mode": "counts", "qubits": {"q": 2}, "clbits": {"c": 1}}
+    # rz before the measurement only changes a phase; q[1] is never measured nor coupled to q[0]
+    gold = H + "bit[1] c;\nqubit[2] q;\nh q[1];\nh q[0];\nrz(pi/2) q[0];\nc[0] = measure q[0];\n"
+    notes = [m["note"] for m in qcb_semantic_mutants(gold, oracle)]
+    assert notes == ["h replaced by x on q[0]", "gate dropped: h q[0];"]
+    # a state prepared from |0...0>: a controlled gate whose control is still |0> acts trivially
+    gold = H + "qubit[3] q;\ncx q[2], q[1];\nh q[0];\ncx q[0], q[1];\n"
+    notes = [m["note"] for m in qcb_semantic_mutants(gold, {"mode": "statevector", "qubits": {"q": 3}})]
+    assert notes[0] == "cx control and target swapped: cx q[0], q[1] -> cx q[1], q[0]"
 
 
 def test_malformed_upstream_record_is_skipped_not_fatal(tmp_path):

@@ -142,7 +142,8 @@ class Validator(Toolchain):
         algorithm; each (algorithm, N) becomes one task. Records that cannot be judged here are skipped
         with a reason code (too many qubits to simulate, no oracle under test_oracle/n{N}/trial*/, no
         description...); a malformed record (unparseable gold, several description files, non-literal
-        register sizes) is skipped as `malformed_record`.
+        register sizes) is skipped as `malformed_record`. Each task carries up to three semantic mutants
+        of its gold (single slips, `qcb_semantic_mutants`).
         """
         from dslbench.upstream import NotThisBenchmark, Skip, convert_each
         source = Path(source)
@@ -270,6 +271,168 @@ def _antlr_message(text: str) -> str:
     return errors[0] if errors else "rejected by the parser"
 
 
+# --- semantic mutants of imported gold -------------------------------------------------------------
+QCB_MAX_MUTANTS = 3
+_QCB_CALL = re.compile(r"^(\s*)([A-Za-z_]\w*)(?:\(([^;]*)\))?\s+([^;=@{}]+);\s*$")
+_QCB_NOT_GATES = {"measure", "reset", "barrier", "include", "qubit", "bit", "gate", "def", "let", "const", "if",
+                  "for", "while", "return", "box", "delay", "input", "output", "creg", "qreg", "OPENQASM"}
+_QCB_DIAGONAL = {"id", "z", "s", "sdg", "t", "tdg", "rz", "p", "phase", "u1", "cz", "cp", "cphase", "crz", "cu1",
+                 "rzz", "ccz"}
+_QCB_DIRECTED = {"cx", "CX", "cy", "ch", "crx", "cry", "crz", "csx"}
+_QCB_ROTATIONS = {"rx", "ry", "rz", "p", "phase", "u1", "cp", "cphase", "crx", "cry", "crz", "cu1", "rxx", "ryy",
+                  "rzz"}
+_QCB_OPERAND = re.compile(r"^([A-Za-z_]\w*)(?:\[(\d+)\])?$")
+
+
+def _qcb_calls(lines: list[str]) -> list[dict]:
+    """The gate calls of a gold, one per line: index, depth (0 = top level, 1 = in a gate body), name,
+    parameter text, operands. Modified calls (ctrl/inv/pow @) and anything else are left alone."""
+    calls, depth, body = [], 0, ""
+    for i, line in enumerate(lines):
+        m = _QCB_CALL.match(line)
+        if m and m.group(2) not in _QCB_NOT_GATES:
+            operands = [o.strip() for o in m.group(4).split(",")]
+            if all(_QCB_OPERAND.match(o) for o in operands):
+                calls.append({"line": i, "depth": depth, "indent": m.group(1), "name": m.group(2),
+                              "params": m.group(3), "operands": operands, "in": body})
+        g = re.match(r"\s*gate\s+(\w+)", line)
+        body = g.group(1) if g else body if depth else ""
+        depth += line.count("{") - line.count("}")
+        body = body if depth else ""
+    return calls
+
+
+def _qcb_wires(operand: str, qubits: dict) -> set:
+    name, index = _QCB_OPERAND.match(operand).groups()
+    if index is not None:
+        return {(name, int(index))}
+    return {(name, k) for k in range(qubits.get(name, 0))}
+
+
+def _qcb_measured(lines: list[str], qubits: dict) -> set:
+    out = set()
+    for line in lines:
+        m = re.search(r"measure\s+([^;\-]+)", line)
+        if m and m.group(1).strip() and _QCB_OPERAND.match(m.group(1).strip()):
+            out |= _qcb_wires(m.group(1).strip(), qubits)
+    return out
+
+
+def _qcb_matters(call: dict, calls: list[dict], lines: list[str], oracle: dict, wires: set | None = None) -> bool:
+    """A cheap check that changing this top-level call can change what the oracle compares: in counts mode
+    some measured qubit lies in its forward light cone (and a diagonal gate is not followed only by
+    measurements); from |0...0> alone, a diagonal gate or a controlled gate does not act on untouched qubits."""
+    if call["depth"]:
+        return True
+    qubits, mode = oracle["qubits"], oracle["mode"]
+    wires = wires if wires is not None else set().union(*(_qcb_wires(o, qubits) for o in call["operands"]))
+    top = [c for c in calls if not c["depth"]]
+    if mode == "statevector" and not oracle.get("basis_inputs"):
+        before = set().union(*(_qcb_wires(o, qubits) for c in top if c["line"] < call["line"] for o in c["operands"]))
+        if call["name"] in _QCB_DIAGONAL and not wires & before:
+            return False
+        if call["name"] in _QCB_DIRECTED and not _qcb_wires(call["operands"][0], qubits) & before:
+            return False
+    if mode != "counts":
+        return True
+    cone, later = set(wires), [c for c in top if c["line"] > call["line"]]
+    for c in later:
+        touched = set().union(*(_qcb_wires(o, qubits) for o in c["operands"]))
+        if touched & cone and (len(touched) > 1 or c["name"] not in _QCB_DIAGONAL):
+            cone |= touched
+    if call["name"] in _QCB_DIAGONAL and not any(
+            set().union(*(_qcb_wires(o, qubits) for o in c["operands"])) & wires and c["name"] not in _QCB_DIAGONAL
+            for c in later):
+        return False   # only diagonal gates and measurements after it: the measured distribution is unchanged
+    return bool(cone & _qcb_measured(lines[call["line"]:], qubits))
+
+
+def _angle(expr: str) -> float | None:
+    """The value of a constant angle expression (numbers, pi, + - * / and parentheses), else None."""
+    import math
+    if not re.fullmatch(r"[\d.eE+\-*/() ]*(?:(?:pi|π)[\d.eE+\-*/() ]*)*", expr.strip()) or "**" in expr:
+        return None     # (no powers: 9**9**9 would be evaluated)
+    try:
+        return float(eval(expr.replace("π", "pi"), {"__builtins__": {}}, {"pi": math.pi}))  # noqa: S307 - checked above
+    except Exception:  # noqa: BLE001 - a malformed expression is simply not an angle
+        return None
+
+
+def _halved(params: str) -> str | None:
+    """The first angle halved (pi/2 -> pi/4, x -> (x)/2), or None when it is 0 or not a plain angle."""
+    first = params.split(",")[0].strip()
+    if re.fullmatch(r"-?0*(\.0*)?", first):
+        return None
+    m = re.fullmatch(r"(-?(?:\d+\*)?pi)/(\d+)", first)
+    new = f"{m.group(1)}/{2 * int(m.group(2))}" if m else (f"{first}/2" if re.fullmatch(r"-?[\w.]+", first) else f"({first})/2")
+    return ", ".join([new] + [p.strip() for p in params.split(",")[1:]])
+
+
+def qcb_semantic_mutants(gold: str, oracle: dict) -> list[dict]:
+    """Up to three single slips in the gold's gate calls, each kind at most once, in this order: a directed
+    two-qubit gate with control and target swapped, a rotation angle halved, an h written as x, a one-qubit
+    gate applied to the next qubit of its register, a gate dropped (the middle one that matters). Slips the
+    cheap check `_qcb_matters` finds cannot change the compared result are not made."""
+    lines = gold.splitlines()
+    calls = _qcb_calls(lines)
+    qubits = oracle["qubits"]
+    made: list[tuple[str, int, str | None]] = []
+
+    def text(c, name=None, params=None, operands=None):
+        params = c["params"] if params is None else params
+        return (f"{c['indent']}{name or c['name']}{f'({params})' if params is not None else ''} "
+                f"{', '.join(operands or c['operands'])};")
+
+    def first(test):
+        return next((c for c in calls if test(c) and _qcb_matters(c, calls, lines, oracle)), None)
+
+    c = first(lambda c: c["name"] in _QCB_DIRECTED and len(c["operands"]) == 2)
+    if c:
+        a, b = c["operands"]
+        where = f" in gate {c['in']}" if c["in"] else ""
+        made.append((f"{c['name']} control and target swapped{where}: {c['name']} {a}, {b} -> {c['name']} {b}, {a}",
+                     c["line"], text(c, operands=[b, a])))
+    # the largest angle: halving a tiny one (a QFT's pi/2^15) moves amplitudes below any tolerance
+    rotations = [c for c in calls if c["name"] in _QCB_ROTATIONS and c["params"] and _halved(c["params"])
+                 and _qcb_matters(c, calls, lines, oracle)]
+    c = max(rotations, key=lambda c: abs(_angle(c["params"].split(",")[0]) or 0), default=None)
+    if c:
+        new = _halved(c["params"])
+        where = f" in gate {c['in']}" if c["in"] else ""
+        made.append((f"rotation angle halved{where}: {c['name']}({c['params']}) -> {c['name']}({new})", c["line"],
+                     text(c, params=new)))
+    c = first(lambda c: c["name"] == "h")
+    if c:
+        where = f" in gate {c['in']}" if c["in"] else ""
+        made.append((f"h replaced by x on {c['operands'][0]}{where}", c["line"], text(c, name="x")))
+
+    def moved(c):
+        if c["depth"] or len(c["operands"]) != 1:
+            return None
+        name, index = _QCB_OPERAND.match(c["operands"][0]).groups()
+        if index is None or qubits.get(name, 0) < 2:
+            return None
+        return f"{name}[{(int(index) + 1) % qubits[name]}]"
+
+    c = next((c for c in calls if moved(c) and _qcb_matters(c, calls, lines, oracle)
+              and _qcb_matters(c, calls, lines, oracle, _qcb_wires(moved(c), qubits))), None)
+    if c:
+        made.append((f"{c['name']} applied to {moved(c)} instead of {c['operands'][0]}", c["line"],
+                     text(c, operands=[moved(c)])))
+    droppable = [c for c in calls if not c["depth"] and c["name"] != "id" and _qcb_matters(c, calls, lines, oracle)]
+    if droppable:
+        c = droppable[len(droppable) // 2]
+        made.append((f"gate dropped: {lines[c['line']].strip()}", c["line"], None))
+    out = []
+    for note, i, new in made:
+        program = "\n".join(lines[:i] + ([new] if new is not None else []) + lines[i + 1:]) + "\n"
+        if program.strip() != gold.strip() and all(program != m["program"] for m in out):
+            out.append({"level": "semantic", "note": note, "program": program})
+        if len(out) == QCB_MAX_MUTANTS:
+            break
+    return out
+
+
 def _qcb_task(source: Path, folder: Path, gold_path: Path, n: int) -> dict:
     import openqasm3
     descriptions = sorted(folder.glob("*_description.txt"))
@@ -362,5 +525,5 @@ def _qcb_task(source: Path, folder: Path, gold_path: Path, n: int) -> dict:
         "instruction": instruction, "context": context, "gold": gold, "oracle": oracle,
         "provenance": {"source": "upstream", "benchmark": "QCircuitBench",
                        "upstream_id": gold_path.relative_to(source).as_posix(), "licence": QCB_LICENCE},
-        "split": "test", "mutants": [],
+        "split": "test", "mutants": qcb_semantic_mutants(gold, oracle),
     }
