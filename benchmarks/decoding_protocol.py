@@ -7,6 +7,10 @@ and the script prints:
 
 - for replies whose block closed under the previous protocol: is the extracted program identical?
   (it must be: the claim behind the cut);
+- for every reply: is one protocol's text a prefix of the other's (the protocol only ends a greedy
+  reply at another place, never changes its text), and does the previous reply, cut offline by the
+  protocol's rule (decoding.cut_reply), give the new reply's program (the cut the model stopped at
+  is the cut the rule makes);
 - for the rest: why the new protocol ended them (repetition, length, fence);
 - calls/s and completion tokens/s of both, and the wall time per call (min/median/max).
 
@@ -60,12 +64,20 @@ def main():
         messages = build_messages(task, tc)
         old, old_s = one(spec, messages, {"max_tokens": OLD_MAX_TOKENS})
         new, new_s = one(spec, messages, {"max_tokens": budgets[task.dsl]}, tc.fence_aliases)
-        closed = decoding.fence_cut(old.text, tc.fence_aliases) is not None
+        # closed: the block's closing line is there, also as the reply's very last line (fence_cut finds
+        # only a closing line followed by more text, as it tells the streaming model where to stop)
+        closed = decoding.fence_cut(old.text + "\n", tc.fence_aliases) is not None
         same = extract_program(old.text, tc.fence_aliases) == extract_program(new.text, tc.fence_aliases)
-        rows.append(dict(task=task.id, closed=closed, same=same, old_s=old_s, new_s=new_s,
+        prefix = old.text.startswith(new.text) or new.text.startswith(old.text)
+        offline = decoding.cut_reply(old.text, tc.fence_aliases)[0]
+        # the offline cut can only be compared where the previous reply reached the new one's end
+        same_cut = (extract_program(offline, tc.fence_aliases) == extract_program(new.text, tc.fence_aliases)
+                    if len(old.text) >= len(new.text) and new.finish_reason != "length" else None)
+        rows.append(dict(task=task.id, closed=closed, same=same, prefix=prefix, same_cut=same_cut, old_s=old_s, new_s=new_s,
                          old_tokens=old.usage["completion_tokens"], new_tokens=new.usage["completion_tokens"],
                          finish=new.finish_reason, budget=budgets[task.dsl]))
-        print(f"{task.id:18} closed={closed!s:5} same_program={same!s:5} finish={new.finish_reason:12} "
+        print(f"{task.id:18} closed={closed!s:5} same_program={same!s:5} prefix={prefix!s:5} offline_cut_same={same_cut!s:5} "
+              f"finish={new.finish_reason:12} "
               f"tokens {rows[-1]['old_tokens']:4} -> {rows[-1]['new_tokens']:4} (budget {budgets[task.dsl]}) "
               f"{old_s:5.1f} s -> {new_s:5.1f} s", flush=True)
 
@@ -73,6 +85,10 @@ def main():
     print(f"\n{len(rows)} tasks over {len({r['task'].rsplit('-', 1)[0] for r in rows})} DSLs")
     print(f"replies that closed their block (previous protocol): {len(closed)}; "
           f"extracted program identical: {sum(r['same'] for r in closed)}/{len(closed)}")
+    print(f"one reply's text a prefix of the other's: {sum(r['prefix'] for r in rows)}/{len(rows)}")
+    cut = [r for r in rows if r["same_cut"] is not None]
+    print(f"previous reply cut offline by the rule gives the new program: {sum(r['same_cut'] for r in cut)}/{len(cut)} "
+          f"(the others: the new reply ran to its budget, or past the previous one's 512 tokens)")
     finishes = {}
     for r in rows:
         finishes[r["finish"]] = finishes.get(r["finish"], 0) + 1
@@ -83,8 +99,8 @@ def main():
         print(f"{name}: {len(rows) / sum(secs):.3f} calls/s, {toks / sum(secs):.1f} completion tokens/s, "
               f"{toks} tokens; s per call {spread(secs)}")
     print(f"wall time new/old: {sum(r['new_s'] for r in rows) / sum(r['old_s'] for r in rows):.2f}")
-    if any(not r["same"] for r in closed):
-        raise SystemExit("a reply that closed its block extracted to a different program")
+    if any(not r["same"] for r in closed) or not all(r["prefix"] for r in rows) or not all(r["same_cut"] for r in cut):
+        raise SystemExit("the protocol changed a reply's text or program beyond ending it")
 
 
 if __name__ == "__main__":

@@ -159,7 +159,7 @@ def test_embedded_deterministic_and_cache_hit_makes_no_call(embedded, tmp_path, 
     def no_model_call(*args, **kwargs):
         raise AssertionError("the model was called despite a cache hit")
 
-    monkeypatch.setattr(gen.litellm, "completion", no_model_call)
+    monkeypatch.setattr(gen.litellm_module(), "completion", no_model_call)
     hit = generate(embedded, MESSAGES, PARAMS, cache=cache)
     assert hit.cached and hit.status == "ok"
     assert hit.text == first.text and hit.usage == first.usage
@@ -226,7 +226,7 @@ def test_remote_error_is_recorded_not_raised_and_not_cached(tmp_path, monkeypatc
 
 def test_missing_api_key_is_an_error_without_a_call(monkeypatch):
     monkeypatch.delenv("DSLBENCH_TEST_MISSING_KEY", raising=False)
-    monkeypatch.setattr(gen.litellm, "completion", lambda **kw: pytest.fail("called without a key"))
+    monkeypatch.setattr(gen.litellm_module(), "completion", lambda **kw: pytest.fail("called without a key"))
     spec = ModelSpec(name="x", litellm="deepseek/deepseek-chat", api_key_env="DSLBENCH_TEST_MISSING_KEY")
     result = generate(spec, MESSAGES, PARAMS)
     assert result.status == "error" and "DSLBENCH_TEST_MISSING_KEY" in result.error
@@ -237,15 +237,15 @@ def test_transient_errors_are_retried_then_succeed(tmp_path, monkeypatch):
     # The remote side is faked here (no server to rate-limit us); the embedded tests above are real.
     monkeypatch.setattr(gen, "BACKOFF_BASE_S", 0.01)
     calls = []
-    real = gen.litellm.completion
+    real = gen.litellm_module().completion
 
     def flaky(**kwargs):
         calls.append(kwargs)
         if len(calls) < 3:
-            raise gen.litellm.RateLimitError(message="slow down", llm_provider="openai", model="gpt-x")
+            raise gen.litellm_module().RateLimitError(message="slow down", llm_provider="openai", model="gpt-x")
         return real(model="openai/gpt-x", messages=kwargs["messages"], mock_response="SELECT 1;")
 
-    monkeypatch.setattr(gen.litellm, "completion", flaky)
+    monkeypatch.setattr(gen.litellm_module(), "completion", flaky)
     spec = ModelSpec(name="x", litellm="openai/gpt-x")
     cache = GenerationCache(tmp_path)
     result = generate(spec, MESSAGES, PARAMS, cache=cache, retries=3)
@@ -262,9 +262,9 @@ def test_non_transient_error_is_not_retried(monkeypatch):
 
     def bad_request(**kwargs):
         calls.append(kwargs)
-        raise gen.litellm.BadRequestError(message="bad", model="gpt-x", llm_provider="openai")
+        raise gen.litellm_module().BadRequestError(message="bad", model="gpt-x", llm_provider="openai")
 
-    monkeypatch.setattr(gen.litellm, "completion", bad_request)
+    monkeypatch.setattr(gen.litellm_module(), "completion", bad_request)
     result = generate(ModelSpec(name="x", litellm="openai/gpt-x"), MESSAGES, PARAMS, retries=3)
     assert result.status == "error" and result.error.startswith("BadRequestError")
     assert len(calls) == 1 and result.attempts == 1
@@ -273,13 +273,13 @@ def test_non_transient_error_is_not_retried(monkeypatch):
 def test_samples_get_distinct_seeds(monkeypatch):
     # Sample k is sent with seed + k so that samples at temperature > 0 are not identical copies.
     seen = []
-    real = gen.litellm.completion
+    real = gen.litellm_module().completion
 
     def record(**kwargs):
         seen.append(kwargs["seed"])
         return real(model="openai/gpt-x", messages=kwargs["messages"], mock_response="x")
 
-    monkeypatch.setattr(gen.litellm, "completion", record)
+    monkeypatch.setattr(gen.litellm_module(), "completion", record)
     spec = ModelSpec(name="x", litellm="openai/gpt-x")
     for sample in range(3):
         result = generate(spec, MESSAGES, PARAMS, sample=sample)

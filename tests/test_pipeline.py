@@ -128,3 +128,22 @@ def test_pipeline_command_executes_the_stage_notebooks(tmp_path, monkeypatch):
     assert "book built in" in r.stdout
     problems = book.check_built(book.book_dir() / "_build" / "html")
     assert not problems, "\n".join(problems[:40])
+
+
+def test_the_token_budget_comes_from_every_gold_whatever_the_sample(tmp_path, monkeypatch):
+    """A sampled run decodes like a full one: max_tokens from all the DSL's golds, not the sampled ones."""
+    from dslbench import decoding, toolchains
+    monkeypatch.setenv("DSLBENCH_SAMPLE", "1")
+
+    def fake_model(model_name, messages, params, sample, cache_dir, timeout=None, fences=(), endpoint=None):
+        return {"text": "```latex\nx\n```", "status": "ok", "error": "", "cached": False, "usage": {},
+                "duration_s": 0.0, "attempts": 1, "model": "fake/model", "params": params}
+    monkeypatch.setattr(pipeline, "_generate_job", fake_model)
+    pipeline.run_generation(tmp_path / "run", ["latex"], executor="thread", cache_dir=tmp_path / "cache",
+                            progress=False)
+    every = load_tasks(["latex"], sampled=False)["latex"]
+    full = decoding.token_budget(toolchains.get("latex").card, [t.gold for t in every])[0]
+    sampled = load_tasks(["latex"])["latex"]
+    assert len(sampled) == 1 and decoding.token_budget({}, [sampled[0].gold])[0] != full   # the case that matters
+    (record,) = RunStore(tmp_path / "run").records("generations")
+    assert record["params"]["max_tokens"] == full and record["max_tokens_from"] == "gold"

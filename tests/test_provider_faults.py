@@ -262,13 +262,13 @@ def test_a_hang_ends_with_the_deadline_despite_retries(server, spec):
 
 def test_each_attempt_gets_the_time_left(server, spec, monkeypatch):
     timeouts = []
-    real = gen.litellm.completion
+    real = gen.litellm_module().completion
 
     def spy(**kwargs):
         timeouts.append(kwargs["timeout"])
         return real(**kwargs)
 
-    monkeypatch.setattr(gen.litellm, "completion", spy)
+    monkeypatch.setattr(gen.litellm_module(), "completion", spy)
     server.script = ["500", "500"]
     assert generate(spec, MESSAGES, PARAMS, timeout=30).status == "ok"
     assert len(timeouts) == 3 and 30 >= timeouts[0] > timeouts[1] > timeouts[2] > 29

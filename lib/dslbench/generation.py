@@ -7,6 +7,7 @@ remote ones, so the pipeline never special-cases it.
 from __future__ import annotations
 
 import copy
+import functools
 import hashlib
 import json
 import logging
@@ -27,38 +28,46 @@ from .paths import cache_dir, repo_root
 
 # litellm downloads its model cost map (and a few other catalogs) at import time unless told to
 # use the copies bundled in the wheel. This must run before the first `import litellm` in the
-# process, so every dslbench module gets litellm from here.
+# process, so every dslbench module gets litellm from here (`litellm_module()`).
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("LITELLM_OFFLINE_MODE", "true")
 
-import litellm  # noqa: E402
 
-# No "Give Feedback / Get Help" banners or debug hints on every provider error; we record errors.
-litellm.suppress_debug_info = True
-litellm.disable_hf_tokenizer_download = True
-# Drop sampling params a provider does not accept (e.g. `seed`) instead of failing the call.
-litellm.drop_params = True
-for _name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
-    logging.getLogger(_name).setLevel(logging.WARNING)
-# litellm's first completion builds pydantic schemas for its own TypedDicts and pydantic warns
-# about their ReadOnly items: a dozen lines of noise that concern litellm, not us.
-warnings.filterwarnings("ignore", message=r".*is using the `ReadOnly` qualifier", category=UserWarning)
-warnings.filterwarnings("ignore", message=r".*are using the `ReadOnly` qualifier", category=UserWarning)
+@functools.lru_cache(maxsize=1)
+def litellm_module():
+    """litellm, imported and set up on first use: its import takes seconds, and a run whose replies are
+    all in the cache (a rerun) never calls a model."""
+    import litellm
+
+    # No "Give Feedback / Get Help" banners or debug hints on every provider error; we record errors.
+    litellm.suppress_debug_info = True
+    litellm.disable_hf_tokenizer_download = True
+    # Drop sampling params a provider does not accept (e.g. `seed`) instead of failing the call.
+    litellm.drop_params = True
+    for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    # litellm's first completion builds pydantic schemas for its own TypedDicts and pydantic warns
+    # about their ReadOnly items: a dozen lines of noise that concern litellm, not us.
+    warnings.filterwarnings("ignore", message=r".*is using the `ReadOnly` qualifier", category=UserWarning)
+    warnings.filterwarnings("ignore", message=r".*are using the `ReadOnly` qualifier", category=UserWarning)
+    return litellm
+
 
 EMBEDDED_PROVIDER = "dslbench"
 EMBEDDED_MODEL = f"{EMBEDDED_PROVIDER}/smollm2-135m-instruct"
 
 DEFAULT_PARAMS = {"temperature": 0.0, "top_p": 1.0, "max_tokens": 512, "seed": 0}
 
-# Errors worth retrying: the request may succeed later. Anything else (bad request, auth, unknown
-# model, ...) will fail the same way again, so it is recorded at once.
-TRANSIENT_ERRORS = (
-    litellm.RateLimitError,
-    litellm.APIConnectionError,
-    litellm.Timeout,
-    litellm.ServiceUnavailableError,
-    litellm.InternalServerError,
-)
+
+
+def transient_errors() -> tuple[type[BaseException], ...]:
+    """Errors worth retrying: the request may succeed later. Anything else (bad request, auth, unknown
+    model, ...) will fail the same way again, so it is recorded at once."""
+    litellm = litellm_module()
+    return (litellm.RateLimitError, litellm.APIConnectionError, litellm.Timeout,
+            litellm.ServiceUnavailableError, litellm.InternalServerError)
+
+
 BACKOFF_BASE_S = 0.5  # first wait; doubles each retry
 BACKOFF_MAX_S = 30.0
 MAX_ERROR_CHARS = 2000  # provider errors can embed whole responses
@@ -375,6 +384,7 @@ _register_lock = threading.Lock()
 
 def register_embedded_provider() -> None:
     """Make `dslbench/...` model strings reach local_model. Idempotent; does not load the model."""
+    litellm = litellm_module()
     with _register_lock:
         if any(item.get("provider") == EMBEDDED_PROVIDER for item in litellm.custom_provider_map):
             return
@@ -572,14 +582,14 @@ def generate(
         try:
             token = decoding.STREAM_FENCES.set(fences or None)   # the embedded model stops at the cut
             try:
-                response = litellm.completion(**kwargs, timeout=left)
+                response = litellm_module().completion(**kwargs, timeout=left)
             finally:
                 decoding.STREAM_FENCES.reset(token)
             text, provider_finish, usage, reasoning = _read_reply(response)
             answer, reasoning = decoding.split_reasoning(text, reasoning)
             text, finish_reason = _cut(answer, provider_finish, fences) if fences else (answer, provider_finish)
             break
-        except (*TRANSIENT_ERRORS, MalformedReply) as exc:
+        except (*transient_errors(), MalformedReply) as exc:
             last = _error_text(exc)
             if attempts > retries:
                 return failed(last, attempts)

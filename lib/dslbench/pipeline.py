@@ -24,7 +24,7 @@ from .judge import evaluate  # noqa: F401 (re-exported: tests and benchmarks use
 from .prompting import PROMPT_VERSION, build_messages, extract_program
 from .revision import code_revision
 from .store import RunStore, now, record_key
-from .tasks import Task, load_tasks
+from .tasks import Task, load_tasks, select
 from .verdicts import INTERVENTION_FIELDS, verdict_record
 
 
@@ -142,7 +142,8 @@ def run_generation(run_dir, dsls=None, models=None, limit=None, samples: int = 1
     """
     from .generation import (DEFAULT_PARAMS, GenerationCache, cached, default_cache_dir, default_model_name,
                              effective_api_base, resolve_model)
-    tasks = load_tasks(dsls or None, limit=limit)        # strict: stops before anything is written
+    every = load_tasks(dsls or None, sampled=False)      # strict: stops before anything is written
+    tasks = select(every, limit)                          # the DSLBENCH_SAMPLE sample, the first `limit`
     models = list(models or [default_model_name()])
     endpoint = {k: v for k, v in (("api_base", api_base), ("api_key_env", api_key_env)) if v}
     specs = {m: resolve_model(m, **endpoint) for m in models}
@@ -154,9 +155,10 @@ def run_generation(run_dir, dsls=None, models=None, limit=None, samples: int = 1
         # at temperature 0 every sample is the same reply: pass@k would count one answer N times
         raise UserError(f"option --samples {samples}: repeated sampling needs a temperature above 0 "
                         f"(e.g. --params '{{\"temperature\": 0.8}}'); it is {params.get('temperature')}")
-    # one decoding protocol (decoding.py): max_tokens per DSL from all its golds, unless the user set it
+    # one decoding protocol (decoding.py): max_tokens per DSL from all its golds (whatever the sample, so
+    # that a sampled run and a full one decode alike), unless the user set it
     budgets = {dsl: (user_params["max_tokens"], "user") if "max_tokens" in user_params else
-               decoding.token_budget(toolchains.get(dsl).card, [t.gold for t in load_tasks([dsl])[dsl]])
+               decoding.token_budget(toolchains.get(dsl).card, [t.gold for t in every[dsl]])
                for dsl in tasks}
     cache_dir = str(cache_dir or default_cache_dir())
     store = RunStore(run_dir)

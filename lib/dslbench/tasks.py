@@ -124,6 +124,31 @@ def _fault_line(text: str, e: yaml.MarkedYAMLError) -> tuple[int | None, str]:
     return line, "" if line == noticed else f" (noticed on line {noticed})"
 
 
+_LIBYAML = getattr(yaml, "CSafeLoader", None)
+
+
+def _compose(text: str):
+    """The file's YAML node tree, parsed once: by libyaml where PyYAML has it (several times faster), else
+    or when libyaml rejects the text by the pure-Python parser, whose errors carry the messages we report."""
+    if _LIBYAML is not None:
+        try:
+            return yaml.compose(text, Loader=_LIBYAML)
+        except yaml.YAMLError:
+            pass
+    return yaml.compose(text, Loader=yaml.SafeLoader)
+
+
+def _construct(node):
+    """The Python data of a composed node tree, as yaml.safe_load gives it (None for an empty file)."""
+    if node is None:
+        return None
+    loader = yaml.SafeLoader("")
+    try:
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
 def read_yaml_with_lines(path: Path) -> tuple[Any, Callable[[str], int | None]]:
     """Parse a YAML file and return (data, line_of(field_path))."""
     raw = path.read_bytes()
@@ -133,8 +158,8 @@ def read_yaml_with_lines(path: Path) -> tuple[Any, Callable[[str], int | None]]:
         line = raw[:e.start].count(b"\n") + 1
         raise TaskError(path, line, "<file>", f"not UTF-8 text (byte 0x{raw[e.start]:02x})") from None
     try:
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        node = _compose(text)
+        data = _construct(node)
     except yaml.MarkedYAMLError as e:
         line, note = _fault_line(text, e)
         raise TaskError(path, line, "<yaml>", f"not valid YAML: {e.problem}{note}") from None
@@ -302,10 +327,7 @@ def load_tasks(dsls: list[str] | None = None, root: Path | None = None, limit: i
     tasks (unless `sampled` is False: the DSL cards describe the whole set); `limit` then keeps the first
     N tasks per DSL in id order (for quick runs).
     """
-    # 0 must not mean "no limit" (a falsy check did that), nor a negative one "all but the last N"
-    if limit is not None and limit < 1:
-        raise UserError(f"option --limit: must be at least 1 (omit it for all tasks), got {limit}")
-    sample, seed = task_sample() if sampled else (None, 0)
+    _check_limit(limit)
     from .toolchains import discover  # local import: toolchains imports tasks for typing only
     root = Path(root) if root else tasks_dir()
     toolchains = discover()
@@ -325,7 +347,24 @@ def load_tasks(dsls: list[str] | None = None, root: Path | None = None, limit: i
                 raise TaskError(path, 1, "id", f"duplicate task id, also in {ids[task.id]}")
             ids[task.id] = str(path)
             tasks.append(task)
+        out[dsl] = tasks
+    return select(out, limit, sampled)
+
+
+def _check_limit(limit: int | None) -> None:
+    # 0 must not mean "no limit" (a falsy check did that), nor a negative one "all but the last N"
+    if limit is not None and limit < 1:
+        raise UserError(f"option --limit: must be at least 1 (omit it for all tasks), got {limit}")
+
+
+def select(tasks: dict[str, list[Task]], limit: int | None = None, sampled: bool = True) -> dict[str, list[Task]]:
+    """The tasks a stage runs out of every loaded task: per DSL the DSLBENCH_SAMPLE sample (unless `sampled`
+    is False), then the first `limit` in id order (see load_tasks)."""
+    _check_limit(limit)
+    sample, seed = task_sample() if sampled else (None, 0)
+    out = {}
+    for dsl, ts in tasks.items():
         if sample is not None:
-            tasks = stratified_sample(tasks, sample, seed, lambda t: t.id, lambda t: t.difficulty)
-        out[dsl] = tasks if limit is None else tasks[:limit]
+            ts = stratified_sample(ts, sample, seed, lambda t: t.id, lambda t: t.difficulty)
+        out[dsl] = ts if limit is None else ts[:limit]
     return out
