@@ -2,7 +2,7 @@
 level rejects and why, the register interface, hidden oracle variants, the strict oracle spec check,
 and the QCircuitBench loader (fixtures in tests/fixtures/openqasm, written for these tests)."""
 import shutil
-import sys
+import importlib
 from pathlib import Path
 
 import pytest
@@ -287,7 +287,7 @@ def test_imported_gold_gets_semantic_mutants_that_pass_syntax_and_fail_semantics
 
 
 def test_mutant_generator_avoids_slips_that_cannot_change_the_measured_bits():
-    qcb_semantic_mutants = sys.modules[type(toolchains.get("openqasm")).__module__].qcb_semantic_mutants
+    qcb_semantic_mutants = importlib.import_module("dslbench.plugins.openqasm.qcircuitbench").qcb_semantic_mutants
     oracle = {"mode": "counts", "qubits": {"q": 2}, "clbits": {"c": 1}}
     # rz before the measurement only changes a phase; q[1] is never measured nor coupled to q[0]
     gold = H + "bit[1] c;\nqubit[2] q;\nh q[1];\nh q[0];\nrz(pi/2) q[0];\nc[0] = measure q[0];\n"
@@ -314,3 +314,35 @@ def test_malformed_upstream_record_is_skipped_not_fatal(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(NotThisBenchmark, match="no QCircuitBench records"):
         toolchains.get("openqasm").import_upstream(tmp_path / "empty")
+
+
+def test_exact_tolerance_applies_only_when_both_distributions_are_exact():
+    gold = H + "qubit[1] q;\nbit[1] c;\nh q[0];\nc[0] = measure q[0];\n"
+    slip = H + "qubit[1] q;\nbit[1] c;\nry(pi/2 + 0.05) q[0];\nc[0] = measure q[0];\n"    # P(1) = 0.525
+    oracle = {"mode": "counts", "qubits": {"q": 1}, "clbits": {"c": 1}, "tolerance": 0.05}
+    assert pipeline.evaluate("openqasm", make_task(gold, oracle), slip)["semantic"]["status"] == "pass"
+    tight = make_task(gold, {**oracle, "exact_tolerance": 1e-6})
+    sem = pipeline.evaluate("openqasm", tight, slip)["semantic"]
+    assert sem["status"] == "fail" and "TVD above 1e-06; exact probabilities" in sem["diagnostics"]
+    # a candidate that measures mid-circuit is sampled: shot noise falls under the task's tolerance again
+    sampled = H + "qubit[1] q;\nbit[1] c;\nh q[0];\nc[0] = measure q[0];\nx q[0];\nx q[0];\n"
+    sem = pipeline.evaluate("openqasm", tight, sampled)["semantic"]
+    assert sem["status"] == "pass" and "program: 4000 shots" in sem["diagnostics"]
+
+
+def test_counts_gold_runs_once_per_task_then_comes_from_the_oracle_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("DSLBENCH_ORACLE_CACHE", str(tmp_path / "oracle"))
+    task = make_task(H + "qubit[2] q;\nbit[2] c;\nh q[0];\ncx q[0], q[1];\nc = measure q;\n",
+                     {"mode": "counts", "qubits": {"q": 2}, "clbits": {"c": 2}})
+    wrong = H + "qubit[2] q;\nbit[2] c;\nh q[0];\nh q[1];\nc = measure q;\n"
+    first = pipeline.evaluate("openqasm", task, wrong)["semantic"]
+    kept = list((tmp_path / "oracle" / "openqasm").glob("*.json"))
+    assert len(kept) == 1 and '"c=11"' in kept[0].read_text()
+    again = pipeline.evaluate("openqasm", task, wrong)["semantic"]
+    assert first["status"] == again["status"] == "fail" and first["expected"] == again["expected"]
+    assert list((tmp_path / "oracle" / "openqasm").glob("*.json")) == kept
+    # a gold that cannot be judged is not kept: the candidate's run judges it and says why
+    broken = make_task(H + "qubit[2] q;\nbit[2] c;\nc = measure q;\n", {**task.oracle, "clbits": {"d": 2}})
+    sem = pipeline.evaluate("openqasm", broken, wrong)["semantic"]
+    assert sem["status"] == "error" and "the gold cannot be judged" in sem["diagnostics"]
+    assert len(list((tmp_path / "oracle" / "openqasm").glob("*.json"))) == 1
