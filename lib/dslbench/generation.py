@@ -525,13 +525,13 @@ def generate(
     after its first block in the DSL's fence closes or where it degenerates into repetition; the
     embedded model stops generating there. Reasoning is split off first (decoding.split_reasoning).
     """
+    hit = cached(spec, messages, params, sample, cache, fences)
+    if hit is not None:
+        return hit
     merged = {**DEFAULT_PARAMS, **(params or {})}
     api_base = effective_api_base(spec)
     key = cache_key(spec, merged, messages, sample)
     sent = _sent_params(merged, sample)
-    hit = cached(spec, messages, params, sample, cache, fences)
-    if hit is not None:
-        return hit
 
     t0 = time.monotonic()
     deadline = t0 + timeout
