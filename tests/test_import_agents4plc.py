@@ -68,3 +68,58 @@ def test_cli_import_verify_passes_the_gold(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "read 9 record(s), imported 2, skipped 7" in done.stdout
     assert "gold through both levels: 2/2 pass" in done.stdout
+
+
+def test_imported_tasks_carry_semantic_mutants_of_the_body_only(made):
+    for task in made.tasks:
+        gold, mutants = task["gold"], task["mutants"]
+        assert 1 <= len(mutants) <= 3
+        programs = [m["program"] for m in mutants]
+        assert len(set(programs)) == len(programs) and gold not in programs
+        head = gold[:gold.upper().rindex("END_VAR")]                  # declarations are never touched
+        for m in mutants:
+            assert m["level"] == "semantic" and m["note"]
+            assert m["program"].startswith(head)
+    again = load(FIXTURE)                                              # deterministic
+    assert [t["mutants"] for t in again.tasks] == [t["mutants"] for t in made.tasks]
+
+
+def test_semantic_mutants_leave_comments_and_strings_alone():
+    import importlib
+    package = type(toolchains.get("iecst")).__module__.rsplit(".", 1)[0]     # the toolchain's package
+    semantic_mutants = importlib.import_module(package + ".agents4plc").semantic_mutants
+    gold = ("FUNCTION_BLOCK FB_X\nVAR_INPUT\n a : INT := 1;\nEND_VAR\nVAR_OUTPUT\n y : BOOL;\n s : STRING;\nEND_VAR\n"
+            "(* if a < 1 AND b + 2 *)\nIF a > 3 AND a < 9 THEN\n y := TRUE; // keep a = 5 + 1\n s := 'a < b + 1';\n"
+            "ELSE\n y := FALSE;\nEND_IF;\nEND_FUNCTION_BLOCK\n")
+    seen = set()
+    for index in range(40):
+        mutants = semantic_mutants(gold, index)
+        assert mutants == semantic_mutants(gold, index) and len(mutants) <= 3
+        for m in mutants:
+            assert m["program"] != gold
+            for kept in ("a : INT := 1;", "(* if a < 1 AND b + 2 *)", "// keep a = 5 + 1"):
+                assert kept in m["program"]
+            dropped = m["note"] == "statement dropped: s := 'a < b + 1';"    # the string goes only with its statement
+            assert ("s := 'a < b + 1';" in m["program"]) != dropped
+            seen.add(m["note"].split()[0])
+    assert seen >= {"comparison", "AND", "constant", "IF", "statement"}
+
+
+def test_the_real_validator_passes_the_gold_and_kills_every_mutant(made, tmp_path):
+    if not toolchains.probe("iecst").available:
+        pytest.skip("iecst toolchain unavailable here")
+    from dslbench import pipeline
+    from dslbench.tasks import load_task_file
+    from dslbench.upstream import dump_task
+    tc = toolchains.get("iecst")
+    (tmp_path / "iecst").mkdir()
+    for task in made.tasks:
+        path = tmp_path / "iecst" / f"{task['id']}.yaml"
+        path.write_text(dump_task(task), encoding="utf-8")
+        loaded = load_task_file(path, tc.check_oracle)
+        got = pipeline.evaluate("iecst", loaded, task["gold"])
+        assert (got["syntax"]["status"], got["semantic"]["status"]) == ("pass", "pass"), task["id"]
+        for m in task["mutants"]:
+            got = pipeline.evaluate("iecst", loaded, m["program"])
+            assert got["syntax"]["status"] == "pass", (task["id"], m["note"], got["syntax"]["diagnostics"])
+            assert got["semantic"]["status"] == "fail", (task["id"], m["note"])

@@ -110,3 +110,105 @@ def check_golds(made: Imported, tc, labels: dict) -> Imported:
             else:
                 out.tasks.append(task)
     return out
+
+
+# --- semantic mutants: single slips in the gold's body ------------------------------------------------
+
+MAX_MUTANTS = 3
+# text that is no statement: comments, pragmas and string literals (masked before any slip is looked for)
+NOT_CODE = re.compile(r"\(\*.*?\*\)|/\*.*?\*/|//[^\n]*|\{[^{}]*\}|'[^']*'|\"[^\"]*\"", re.S)
+POU_HEAD = re.compile(r"\b(FUNCTION_BLOCK|FUNCTION|PROGRAM)\s+[A-Za-z_]\w*", re.I)
+# `=` of a comparison, not of `:=`, `<=`, `>=` or a call's `=>`
+RELATIONAL = re.compile(r"<>|<=|>=|<|>|(?<![:<>=])=(?!>)")
+# written the wrong way round, not off by one: `<` for `<=` often changes nothing where both branches agree
+# at the bound (a clamp, a piecewise-linear scale: IF raw < 0 THEN 0.0 ELSE raw * k)
+FLIP_REL = {"<>": "=", "=": "<>", "<": ">", ">": "<", "<=": ">=", ">=": "<="}
+# a binary + or -: after an operand, not the sign of an exponent (1.0E-5)
+ARITHMETIC = re.compile(r"(?<=[\w)\]])(?<!\d[eE])\s*([+\-])")
+LOGICAL = re.compile(r"\b(AND|OR)\b", re.I)
+# a decimal number that is not part of 16#FF / T#5s / a name, nor a CASE label (`3:`) or a range bound
+NUMBER = re.compile(r"(?<![\w#.])(\d+)(\.\d+)?(?![\w#.])(?!\s*:(?!=))(?!\s*\.\.)")
+COMPARED = re.compile(r"(<>|<=|>=|<|>|(?<![:<>=])=(?!>))\s*$")
+COMPARED_AFTER = re.compile(r"\s*(<>|<=|>=|<|>|=(?!>))")
+INITIAL = re.compile(r":=\s*(FALSE|0+(\.0*)?|\d+#0+)\s*;", re.I)
+BOOLEAN = re.compile(r"\b(TRUE|FALSE)\b", re.I)
+CONDITION = re.compile(r"\b(IF|ELSIF)\b(\s+)(.*?)(\s+)THEN\b", re.I | re.S)
+# a simple assignment standing alone as a statement (its own line start, one line)
+ASSIGNMENT = re.compile(r"(?m)^[ \t]*[A-Za-z_][\w.]*(\[[^\]\n]*\])?\s*:=[^;\n]*;")
+
+
+def _body_span(masked: str) -> tuple[int, int, str] | None:
+    """Where the statements of the first POU are (from its last END_VAR to its END_ keyword), and its kind."""
+    head = POU_HEAD.search(masked)
+    if not head:
+        return None
+    end = re.search(r"\bEND_" + head.group(1) + r"\b", masked[head.end():], re.I)
+    stop = head.end() + end.start() if end else len(masked)
+    decls = list(re.finditer(r"\bEND_VAR\b", masked[head.end():stop], re.I))
+    start = head.end() + decls[-1].end() if decls else head.end()
+    return start, stop, head.group(1).upper()
+
+
+def _sites(gold: str, masked: str, start: int, stop: int, kind: str) -> dict[str, list[tuple[int, int, str, str]]]:
+    """Each kind of slip -> its candidate edits (from, to, new text, note), all inside the body."""
+    body = masked[start:stop]
+    sites: dict[str, list] = {k: [] for k in ("relational", "arithmetic", "logical", "constant", "condition", "drop")}
+    for m in RELATIONAL.finditer(body):
+        new = FLIP_REL[m.group()]
+        sites["relational"].append((m.start(), m.end(), new, f"comparison {m.group()} written as {new}"))
+    for m in ARITHMETIC.finditer(body):
+        new = "-" if m.group(1) == "+" else "+"
+        sites["arithmetic"].append((m.start(1), m.end(1), new, f"operator {m.group(1)} written as {new}"))
+    for m in LOGICAL.finditer(body):
+        new = "OR" if m.group(1).upper() == "AND" else "AND"
+        sites["logical"].append((m.start(), m.end(), new, f"{m.group(1).upper()} written as {new}"))
+    for m in NUMBER.finditer(body):
+        if COMPARED.search(body[:m.start()]) or COMPARED_AFTER.match(body, m.end()):
+            continue      # a bound of a comparison: the relational slip's job (n+1 there is often no change)
+        new = str(int(m.group(1)) + 1) + (m.group(2) or "")
+        sites["constant"].append((m.start(), m.end(), new, f"constant {m.group()} changed to {new}"))
+    for m in BOOLEAN.finditer(body):
+        new = "FALSE" if m.group(1).upper() == "TRUE" else "TRUE"
+        sites["constant"].append((m.start(), m.end(), new, f"constant {m.group(1).upper()} changed to {new}"))
+    for m in CONDITION.finditer(body):
+        cond = " ".join(m.group(3).split())
+        # negating the condition is the same slip as swapping the THEN and ELSE branches
+        sites["condition"].append((m.start(3), m.end(3), f"NOT ({m.group(3)})",
+                                   f"{m.group(1).upper()} condition negated (THEN and ELSE swapped): {cond[:60]}"))
+    statements = [" ".join(m.group().split()) for m in ASSIGNMENT.finditer(body)]
+    for m in ASSIGNMENT.finditer(body):
+        if statements.count(" ".join(m.group().split())) > 1:
+            continue      # written more than once (a reset repeated in every branch): dropping one rarely shows
+        if kind == "FUNCTION" and INITIAL.search(m.group()):
+            continue      # a FUNCTION starts every call from 0 / FALSE: writing that is often no change
+        # an empty statement keeps an IF branch that held only this one syntactically valid
+        sites["drop"].append((m.start(), m.end(), m.group()[:len(m.group()) - len(m.group().lstrip())] + ";",
+                              f"statement dropped: {' '.join(gold[start + m.start():start + m.end()].split())[:60]}"))
+    return {k: [(a + start, b + start, new, note) for a, b, new, note in v] for k, v in sites.items()}
+
+
+def semantic_mutants(gold: str, index: int) -> list[dict]:
+    """Up to MAX_MUTANTS single slips in the statements of the gold's first POU, each of a different kind:
+    a comparison turned round (< and >, <= and >=, = and <>), + and - swapped, AND and OR swapped, a
+    constant changed (n+1, TRUE and FALSE), an IF condition negated, an assignment dropped. Declarations,
+    comments and string literals are never touched. Deterministic: `index` seeds which kinds come first
+    and which site of each."""
+    import random
+    masked = NOT_CODE.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), gold)   # same offsets as the gold
+    span = _body_span(masked)
+    if span is None:
+        return []
+    sites = _sites(gold, masked, *span)
+    rng = random.Random(index)
+    kinds = [k for k in sites if sites[k]]
+    rng.shuffle(kinds)
+    out: list[dict] = []
+    for kind in kinds:
+        if len(out) == MAX_MUTANTS:
+            break
+        for a, b, new, note in rng.sample(sites[kind], len(sites[kind])):   # the next site if one repeats
+            program = gold[:a] + new + gold[b:]
+            if program != gold and all(program != m["program"] for m in out):
+                out.append({"level": "semantic", "note": note, "program": program})
+                break
+    return out

@@ -206,19 +206,38 @@ def reference_interface(code: str) -> tuple[dict | None, str, str]:
     return iface, "", ""
 
 
-def _random_value(rng, t: str):
+INT_RANGE = {"SINT": (-128, 127), "INT": (-32768, 32767), "DINT": (-2**31, 2**31 - 1), "LINT": (-2**63, 2**63 - 1),
+             "USINT": (0, 255), "BYTE": (0, 255), "UINT": (0, 65535), "WORD": (0, 65535),
+             "UDINT": (0, 2**32 - 1), "DWORD": (0, 2**32 - 1), "ULINT": (0, 2**64 - 1), "LWORD": (0, 2**64 - 1)}
+
+
+def _boundary_values(code: str) -> list[int]:
+    """Each decimal constant of the code and its neighbours (c-1, c, c+1), and 0: inputs there reach the
+    branches and limits the reference tests (`level > 100`, `MOD 10`), which uniform draws seldom hit."""
+    consts = {int(float(n)) for n in re.findall(r"(?<![\w#.])\d+(?:\.\d+)?(?![\w#])", _strip_comments(code))}
+    return sorted({c + d for c in consts | {0} for d in (-1, 0, 1)})
+
+
+def _random_value(rng, t: str, near=(), p_true=0.5):
+    """A value of type t: half the time one of `near` (when it fits the type), else a uniform draw over a
+    range that also spans `near` (a 4-20 mA scaling tests 1200..7000, far beyond +-100)."""
     t = t.upper()
+    lo, hi = INT_RANGE.get(t, (None, None))
+    fits = [v for v in near if lo is None or lo <= v <= hi]
+    if t not in ("BOOL", "TIME", "STRING") and fits and rng.random() < 0.5:
+        return float(rng.choice(fits)) if t in ("REAL", "LREAL") else rng.choice(fits)
+    low, high = min([-100, *fits]), max([100, *fits])
     if t == "BOOL":
-        return rng.random() < 0.5
+        return rng.random() < p_true
     if t in ("REAL", "LREAL"):
-        return round(rng.uniform(-100.0, 100.0), 2)
+        return round(rng.uniform(low, high), 2)
     if t == "TIME":
         return f"T#{rng.randrange(0, 5000, 100)}ms"
     if t == "STRING":
         return rng.choice(["", "A", "OK"])
     if t in ("USINT", "UINT", "UDINT", "ULINT", "BYTE", "WORD", "DWORD", "LWORD"):
-        return rng.randrange(0, 200)
-    return rng.randrange(-100, 101)
+        return rng.randint(0, max(199, high))
+    return rng.randint(low, high)
 
 
 def _properties_text(props) -> str:
@@ -230,6 +249,10 @@ def _properties_text(props) -> str:
         else:
             lines.append(f"- {p}")
     return "\n".join(lines)
+
+
+# long enough for a state machine to go round (a counter to its limit, a sequence through its steps)
+SEQUENCES, STEPS = 8, 24
 
 
 def agents4plc_task(rec, where: str, split_name: str = "") -> tuple[dict | None, str, str]:
@@ -252,10 +275,18 @@ def agents4plc_task(rec, where: str, split_name: str = "") -> tuple[dict | None,
         return None, reason, detail
     import random
     import zlib
-    rng = random.Random(zlib.crc32(str(rid).encode()))
+
+    from .agents4plc import semantic_mutants
+    seed = zlib.crc32(str(rid).encode())
+    rng = random.Random(seed)
+    near = _boundary_values(code)
     sequences = []
-    for s in range(2):
-        steps = [{"in": {n: _random_value(rng, t) for n, t in iface["inputs"].items()}} for _ in range(8)]
+    for s in range(SEQUENCES):
+        # after the first sequence each BOOL input leans one way (a reset seldom set, a push often): a state
+        # machine or a counter then gets deep, which fair coin flips on every input seldom allow
+        p_true = {n: 0.5 if s == 0 else rng.choice((0.1, 0.9)) for n in iface["inputs"]}
+        steps = [{"in": {n: _random_value(rng, t, near, p_true[n]) for n, t in iface["inputs"].items()}}
+                 for _ in range(STEPS)]
         sequences.append({"name": f"seeded sequence {s + 1}", "steps": steps})
     oracle = {**iface, "cycle_ms": 100, "tolerance": 1e-6, "expected_from": "gold", "sequences": sequences}
     safe = re.sub(r"[^A-Za-z0-9]+", "-", str(rid)).strip("-").lower()
@@ -277,5 +308,5 @@ def agents4plc_task(rec, where: str, split_name: str = "") -> tuple[dict | None,
         "instruction": instruction + "\n", "context": {}, "gold": code.strip() + "\n", "oracle": oracle,
         "provenance": {"source": "upstream", "benchmark": "Agents4PLC", "upstream_id": str(rid),
                        "licence": str(rec.get("licence") or "Apache-2.0")},    # the repository's LICENSE
-        "split": "test", "mutants": [],
+        "split": "test", "mutants": semantic_mutants(code.strip() + "\n", seed),
     }, "", ""
