@@ -108,6 +108,41 @@ def test_never_ending_trees_are_compared_on_their_prefix(tasks):
     assert "MoveBase goal=dock_a -> SUCCESS' next" in sem["expected"] and "next" not in sem["diagnostics"]
 
 
+def test_set_blackboard_overwrites_a_scenario_entry(tasks):
+    # The scenario seeds `goal`; SetBlackboard overwrites it and MoveBase (a std::string port) reads the
+    # new value, as in BT.CPP with the port declared. Seeded untyped, BT.CPP 4.8's SetBlackboard would
+    # parse "office" through the entry's missing converter and leave `goal` empty.
+    base = tasks["behaviortree-001"]
+    scenarios = [{"name": "overwritten", "blackboard": {"goal": "kitchen"}}]
+    gold = mainxml('<Sequence>\n<SetBlackboard output_key="goal" value="office"/>\n<MoveBase goal="{goal}"/>\n'
+                   '</Sequence>')
+    task = dataclasses.replace(base, gold=gold, oracle={**base.oracle, "scenarios": scenarios})
+    assert [v["status"] for v in judge(task, mainxml('<MoveBase goal="office"/>'))] == ["pass", "pass"]
+    syn, sem = judge(task, mainxml('<MoveBase goal="{goal}"/>'))
+    assert syn["status"] == "pass" and sem["status"] == "fail"
+    assert "got 'MoveBase goal=kitchen -> SUCCESS'" in sem["diagnostics"]
+    assert "expected 'MoveBase goal=office -> SUCCESS'" in sem["expected"]
+    # the same through a SubTree port remapped to the scenario's entry
+    sub = mainxml('<SubTree ID="Go" target="{goal}"/>',
+                  '<BehaviorTree ID="Go">\n<Sequence>\n<SetBlackboard output_key="target" value="office"/>\n'
+                  '<MoveBase goal="{target}"/>\n</Sequence>\n</BehaviorTree>\n')
+    assert [v["status"] for v in judge(task, sub)] == ["pass", "pass"]
+
+
+def test_subtrees_see_scenario_entries_only_through_remapping(tasks):
+    # BT.CPP 4: a SubTree has its own blackboard; the root's entries reach it through a port
+    # remapping or _autoremap="true", never by themselves
+    base = tasks["behaviortree-001"]
+    scenarios = [{"name": "seeded", "blackboard": {"goal": "kitchen"}}]
+    go = '<BehaviorTree ID="Go">\n<MoveBase goal="{goal}"/>\n</BehaviorTree>\n'
+    gold = mainxml('<SubTree ID="Go" _autoremap="true"/>', go)
+    task = dataclasses.replace(base, gold=gold, oracle={**base.oracle, "scenarios": scenarios})
+    assert [v["status"] for v in judge(task, mainxml('<SubTree ID="Go" goal="{goal}"/>', go))] == ["pass", "pass"]
+    syn, sem = judge(task, mainxml('<SubTree ID="Go"/>', go))
+    assert syn["status"] == "pass" and sem["status"] == "fail"
+    assert "got 'MoveBase goal=<unset> -> FAILURE (missing input)'" in sem["diagnostics"]
+
+
 def test_expected_values_are_kept_out_of_the_diagnostics(tasks):
     # The refinement loop feeds diagnostics back to the model: the gold's trace goes to `expected`.
     t = tasks["behaviortree-005"]
@@ -297,6 +332,22 @@ def test_btgenbot_mutants_skip_swaps_of_blackboard_writes():
     # the two writes swapped would be the same program: no "children ... swapped" mutant
     assert mutants and not any(m["note"].startswith("children") for m in mutants)
     assert all(m["program"] != gold for m in mutants)
+
+
+def test_btgenbot_timers_under_a_second_are_skipped_and_delayed_children_never_mutated():
+    btgenbot = _btgenbot_module()
+    wait = mainxml('<Sequence>\n<Wave/>\n<Delay delay_msec="{ms}">\n<Sequence>\n<Wave/>\n<Patrol laps="2"/>\n'
+                   '</Sequence>\n</Delay>\n</Sequence>')
+    for ms in ("5", "999", "{pause}"):    # fires or not depending on how fast the ticks run: the gold would be flaky
+        with pytest.raises(btgenbot.Unconvertible) as e:
+            btgenbot.check_timing(wait.replace("{ms}", ms))
+        assert e.value.reason == "timing_dependent"
+    slow = wait.replace("{ms}", "2000")
+    btgenbot.check_timing(slow)           # a second or more never fires within a scenario: kept
+    mutants = btgenbot.semantic_mutants(slow, {"Wave": "Action", "Patrol": "Action"}, 0)
+    # the delayed child never runs, so a slip there could not be seen: only the part before the Delay changes
+    assert mutants and all("Patrol" not in m["note"] and "laps" not in m["note"] for m in mutants)
+    assert all(m["program"].count("<Patrol") == 1 and 'laps="2"' in m["program"] for m in mutants)
 
 
 def test_btgenbot_layouts_and_wrong_folder(tmp_path):

@@ -25,8 +25,8 @@ code (Unconvertible.reason): `nav2_plugin_node` / `custom_control_node` (control
 outside BT.CPP 4's core: behaviortreepy registers only leaves and simple decorators from Python, so
 no stand-in with the plugin's semantics can be registered), `malformed_xml` (not even tinyxml2,
 BT.CPP 3's parser, would read it), `invalid_node_id` / `invalid_port_name`, `no_v4_equivalent`,
-`no_leaves`; the caller also loads every migrated tree with BehaviorTree.CPP and skips the ones it
-rejects.
+`no_leaves`, `timing_dependent` (a timer under a second, see check_timing); the caller also loads every
+migrated tree with BehaviorTree.CPP and skips the ones it rejects.
 """
 from __future__ import annotations
 
@@ -351,6 +351,8 @@ ORDERED = {"Sequence", "SequenceWithMemory", "ReactiveSequence", "Fallback", "Re
 # the scripted leaves take no time)
 COUNT_PORTS = {"num_cycles", "num_attempts"}
 NUMBER = re.compile(r"-?\d+(\.\d+)?")
+TIMERS = {"Delay": "delay_msec", "Sleep": "msec", "Timeout": "msec"}     # wall-clock timers: port in ms
+TIMING_FLOOR_MS = 1000
 
 
 def _reachable(root: ET.Element) -> list[ET.Element]:
@@ -369,11 +371,17 @@ def _reachable(root: ET.Element) -> list[ET.Element]:
 
 
 def _elements(root: ET.Element) -> list[tuple[ET.Element, ET.Element]]:
-    """(parent, element) pairs below the reachable trees, in document order."""
+    """(parent, element) pairs below the reachable trees, in document order; nothing under a Delay,
+    whose child never runs in a scenario (timing_dependent keeps only delays of a second or more)."""
     out = []
+
+    def walk(parent):
+        for child in parent:
+            out.append((parent, child))
+            if _node_id(child) != "Delay":
+                walk(child)
     for tree in _reachable(root):
-        for parent in tree.iter():
-            out.extend((parent, child) for child in parent)
+        walk(tree)
     return out
 
 
@@ -500,9 +508,26 @@ def _title(summary: str, index: int) -> str:
     return (first[:77] + "...") if len(first) > 80 else first or f"BTGenBot record {index}"
 
 
+def check_timing(gold: str) -> None:
+    """Unconvertible (timing_dependent) when a Delay, Sleep or Timeout the tree runs lasts under
+    TIMING_FLOOR_MS or is not a literal: a scenario ticks back to back on the wall clock, so whether
+    such a timer fires within its ticks depends on the machine's load (the gold would pass or fail by
+    chance). Longer timers never fire there: their children are not run, and not mutated either."""
+    for tree in _reachable(ET.fromstring(gold)):
+        for el in tree.iter():
+            port = TIMERS.get(_node_id(el))
+            if port is None or port not in el.attrib:
+                continue
+            value = el.get(port).strip()
+            if not value.isdigit() or int(value) < TIMING_FLOOR_MS:
+                raise Unconvertible(f'<{_node_id(el)} {port}="{value}">: whether it fires within a scenario\'s ticks '
+                                    "depends on the machine's load", "timing_dependent")
+
+
 def to_task(index: int, record: dict) -> dict:
     """One task dict in the DSL-Bench schema (raises Unconvertible with the reason)."""
     gold, changes, model, checks = migrate(record["output"])
+    check_timing(gold)
     palette, kinds, _ = infer_palette(gold, model)
     if not kinds:
         raise Unconvertible("the tree has no action or condition leaves to register", "no_leaves")

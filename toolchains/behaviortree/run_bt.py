@@ -8,7 +8,9 @@ Python cannot declare ports for the nodes it registers in behaviortreepy, so por
 palette nodes are checked here against the palette and removed before BehaviorTree.CPP loads the
 tree; every palette node gets a unique `name` so its callback knows its ports. Attributes that are
 not ports of the palette node stay in the XML, and BehaviorTree.CPP itself rejects them. Inputs and
-outputs then go through BehaviorTree.CPP's own blackboards (SubTree remapping, `@` root keys).
+outputs then go through BehaviorTree.CPP's own blackboards (SubTree remapping, `@` root keys); a
+scenario entry bound to a std::string palette port is seeded typed std::string, as that port would
+make it (typed_string_entries).
 
 Every load and every scenario runs in a forked child: a crash, a hang or an endless loop inside one
 tick costs that child only.
@@ -138,6 +140,65 @@ def fix_message(msg, line_map, instances):
         return f"{m.group(1)}{table.get(n, n)}"
     msg = re.sub(r"(Error at line |line |Line number=|line number )(\d+)", line, msg)
     return re.sub(MARK + r"(\d+)", lambda m: instances[int(m.group(1))]["name"], msg)
+
+
+def typed_string_entries(text, palette):
+    """Root blackboard entries that a std::string port of a palette node is bound to ({key}, {=} or a
+    {key} default), through SubTree remapping (explicit, `_autoremap`, `@` root keys).
+
+    Real BT.CPP creates the entry of such a port, typed std::string, when it builds the tree. The
+    palette nodes are registered here without ports, so BT.CPP does not; and an entry the runner seeds
+    with Blackboard::set<std::string> is only "AnyTypeAllowed" (untyped). BT.CPP 4's SetBlackboard
+    parses a literal through the existing entry's converter when the entry is not typed std::string,
+    and an untyped entry has none: SetBlackboard output_key="k" then leaves k empty, and the next
+    leaf reads it as unset. scenario_run gives these entries the std::string type the port would."""
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False)
+    root = etree.fromstring(text.encode("utf-8"), parser)
+    trees = {t.get("ID"): t for t in root.iter("BehaviorTree")}
+    main = trees.get(root.get("main_tree_to_execute"))
+    if main is None and trees:
+        main = next(iter(trees.values()))
+    found, visits = set(), [0]
+
+    def resolve(key, chain):
+        """The root key an entry of the innermost tree of chain refers to (None: a local entry)."""
+        for explicit, autoremap in reversed(chain):
+            if key.startswith("@"):
+                return key[1:]
+            if key in explicit:
+                value = explicit[key]
+                if not is_pointer(value):
+                    return None
+                key = key if value == "{=}" else value[1:-1]
+            elif not autoremap:
+                return None
+        return key[1:] if key.startswith("@") else key
+
+    def walk(tree, chain, depth):
+        visits[0] += 1
+        if tree is None or depth > 16 or visits[0] > 10000:    # BT.CPP itself refuses deeper trees
+            return
+        for el in tree.iter():
+            if not isinstance(el.tag, str):
+                continue
+            if el.tag == "SubTree":
+                explicit = {k: v for k, v in el.attrib.items() if k not in ("ID", "name") and not k.startswith("_")}
+                walk(trees.get(el.get("ID")), chain + [(explicit, el.get("_autoremap", "").strip() == "true")],
+                     depth + 1)
+                continue
+            node_id = el.get("ID") if el.tag in ("Action", "Condition") and el.get("ID") else el.tag
+            spec = palette.get(node_id)
+            if spec is None:
+                continue
+            for port, p in spec["ports"].items():
+                value = el.get(port, p.get("default"))
+                if p["type"] != "string" or value is None or not is_pointer(value):
+                    continue
+                key = resolve(port if value == "{=}" else value[1:-1], chain)
+                if key:
+                    found.add(key)
+    walk(main, [], 0)
+    return found
 
 
 # --- the palette as Python callbacks ----------------------------------------------------------------
@@ -327,8 +388,13 @@ def scenario_run(text, palette, scenario, check_keys):
     script = Script(palette, scenario, instances, int(scenario.get("leaf_budget", 400)))
     factory = factory_for(palette, script)
     board = bt.Blackboard.create()
+    typed = typed_string_entries(text, palette)
     for key, value in (scenario.get("blackboard") or {}).items():
         board.set_string(key, str(value))
+        if key in typed:
+            # the second set<std::string> of an untyped entry types it std::string (Blackboard::set),
+            # as the palette port's own entry would be (see typed_string_entries)
+            board.set_string(key, str(value))
     tree = factory.create_tree_from_text(xml, board)
     final = "RUNNING"
     for tick in range(1, int(scenario.get("max_ticks", 20)) + 1):
