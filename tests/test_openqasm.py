@@ -346,3 +346,12 @@ def test_counts_gold_runs_once_per_task_then_comes_from_the_oracle_cache(tmp_pat
     sem = pipeline.evaluate("openqasm", broken, wrong)["semantic"]
     assert sem["status"] == "error" and "the gold cannot be judged" in sem["diagnostics"]
     assert len(list((tmp_path / "oracle" / "openqasm").glob("*.json"))) == 1
+
+
+def test_an_oracle_too_large_to_parse_within_the_limits_is_skipped(monkeypatch):
+    qcb = importlib.import_module("dslbench.plugins.openqasm.qcircuitbench")
+    monkeypatch.setattr(qcb, "QCB_MAX_INCLUDE_BYTES", 10)
+    made = toolchains.get("openqasm").import_upstream(QCB)
+    large = [s for s in made.skipped if s.reason == "oracle_too_large"]
+    assert large and all("oracle.inc is 0 kB" in s.detail for s in large)
+    assert all(t["context"] == {} for t in made.tasks)     # only the tasks without an include are left
