@@ -147,3 +147,10 @@ def test_the_token_budget_comes_from_every_gold_whatever_the_sample(tmp_path, mo
     assert len(sampled) == 1 and decoding.token_budget({}, [sampled[0].gold])[0] != full   # the case that matters
     (record,) = RunStore(tmp_path / "run").records("generations")
     assert record["params"]["max_tokens"] == full and record["max_tokens_from"] == "gold"
+
+
+def test_pipeline_refuses_a_param_no_stage_declares(tmp_path):
+    r = run_cli("pipeline", "--run", str(tmp_path / "typo"), "--dsl", "jq", "--limit", "1", "--param", "max_tokes=48")
+    assert r.returncode != 0 and "Traceback" not in r.stderr
+    assert "--param max_tokes: no stage notebook to run declares such a parameter" in r.stderr
+    assert not (tmp_path / "typo" / "notebooks" / "01_domain_selection.ipynb").exists()    # refused before any stage

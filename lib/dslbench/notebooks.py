@@ -37,19 +37,25 @@ def run_pipeline(run_dir, dsls=None, models=None, limit=None, executor=None, sta
     n, s = task_sample()                         # checked here, before any stage starts
     params = {"run_dir": str(run_dir), "dsls": list(dsls or []), "models": list(models or []),
               "limit": limit, "executor": executor, **(extra or {})}
+    # each notebook gets the parameters it declares (papermill warns about the others); a --param that
+    # no stage declares is a typo, refused before anything runs
+    declared = {nb: set(pm.inspect_notebook(str(nb))) for nb in stage_notebooks() if not stages or nb.stem in stages}
+    unknown = sorted(set(extra or {}) - set().union(*declared.values()))
+    if unknown:
+        from .errors import UserError
+        raise UserError(f"--param {', '.join(unknown)}: no stage notebook to run declares such a parameter")
     RunStore(run_dir).log_invocation("pipeline", {**params, "stages": list(stages or []),
                                                   "task_sample": n, "task_seed": s if n else None})
     done = []
-    for nb in stage_notebooks():
-        if stages and nb.stem not in stages:
-            continue
+    for nb, names in declared.items():
         out = out_dir / nb.name
         print(f"[pipeline] {nb.stem} -> {out}")
         try:
             # papermill's bar counts cells; the stage's own bars (tasks done/total, rate, ETA) reach
             # this terminal through the kernel's inherited stderr (pipeline.progress_bar)
             os.environ[PROGRESS_ENV] = "terminal"
-            pm.execute_notebook(str(nb), str(out), parameters=params, cwd=str(repo_root()),
+            pm.execute_notebook(str(nb), str(out), parameters={k: v for k, v in params.items() if k in names},
+                                cwd=str(repo_root()),
                                 kernel_name="python3", progress_bar={"desc": f"  {nb.stem} cells"},
                                 log_output=False)
         except pm.PapermillExecutionError as e:
