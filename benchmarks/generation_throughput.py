@@ -1,8 +1,8 @@
 """Throughput of the embedded model through litellm (dslbench.generation.generate) versus
-llama-cpp-python called directly on the same Llama object with the same settings.
+llama.cpp's server (xllamacpp) called directly on the same in-process server with the same settings.
 
-The difference is litellm's per-call overhead. Both paths reset the Llama before each call and
-decode greedily, so they must produce the same text; the script checks that too.
+The difference is litellm's per-call overhead. Both paths evaluate the prompt from scratch (no prompt
+cache) and decode greedily, so they must produce the same text; the script checks that too.
 
     python benchmarks/generation_throughput.py [--prompts 4] [--max-tokens 128] [--repeats 3]
 """
@@ -35,20 +35,13 @@ def run_litellm(spec, messages, max_tokens):
     return result.text, result.usage["completion_tokens"], elapsed
 
 
-def run_direct(llm, messages, max_tokens):
+def run_direct(server, messages, max_tokens):
     t0 = time.perf_counter()
-    # Same call local_model.chat makes, inlined so that no dslbench code is on this path.
-    llm.reset()
-    out = llm.create_chat_completion(
-        messages=messages,
-        temperature=0.0,
-        top_p=1.0,
-        max_tokens=max_tokens,
-        seed=0,
-        top_k=0,
-        min_p=0.0,
-        repeat_penalty=1.0,
-    )
+    # Same request local_model.chat sends, inlined so that no dslbench code is on this path.
+    out = server.handle_chat_completions({
+        "messages": messages, "temperature": 0.0, "top_p": 1.0, "max_tokens": max_tokens, "seed": 0,
+        "top_k": 0, "min_p": 0.0, "repeat_penalty": 1.0, "cache_prompt": False,
+    })
     elapsed = time.perf_counter() - t0
     return out["choices"][0]["message"]["content"] or "", out["usage"]["completion_tokens"], elapsed
 
@@ -62,8 +55,8 @@ def main() -> None:
 
     prompts = PROMPTS[: max(1, min(args.prompts, len(PROMPTS)))]
     spec = resolve_model("smollm2-135m")
-    llm = local_model.get_llama()  # load once, outside the timings
-    print(f"model      {spec.litellm}  ({local_model.gguf_path().name}, n_ctx={llm.n_ctx()})")
+    llm = local_model.get_server()  # load once, outside the timings
+    print(f"model      {spec.litellm}  ({local_model.gguf_path().name}, n_ctx={local_model.N_CTX})")
     print(f"prompts    {len(prompts)}   max_tokens {args.max_tokens}   repeats {args.repeats}   temperature 0")
 
     # Warm-up: first calls pay for litellm's lazy imports and llama.cpp's buffer allocation.

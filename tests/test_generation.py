@@ -1,5 +1,5 @@
 """Tests of dslbench.generation and the embedded model. The embedded-model tests run the real
-SmolLM2-135M through litellm and llama-cpp-python (no mocks); max_tokens stays small for speed."""
+SmolLM2-135M through litellm and llama.cpp (xllamacpp; no mocks); max_tokens stays small for speed."""
 
 from __future__ import annotations
 
@@ -105,6 +105,18 @@ def test_cache_key_stable_and_sensitive():
     assert cache_key(ModelSpec(name="other-label", litellm="ollama/m"), params, MESSAGES, 0) == key
 
 
+def test_embedded_cache_key_covers_the_runtime(monkeypatch):
+    # another llama.cpp build changes some greedy replies: its cached answers must not be replayed
+    from dslbench import generation
+    spec = ModelSpec(name="e", litellm="dslbench/smollm2-135m-instruct", embedded=True)
+    assert generation.embedded_runtime().startswith("xllamacpp==")
+    remote = ModelSpec(name="m", litellm="ollama/m")
+    key, remote_key = cache_key(spec, DEFAULT_PARAMS, MESSAGES, 0), cache_key(remote, DEFAULT_PARAMS, MESSAGES, 0)
+    monkeypatch.setattr(generation, "embedded_runtime", lambda: "xllamacpp==0.0.0")
+    assert cache_key(spec, DEFAULT_PARAMS, MESSAGES, 0) != key
+    assert cache_key(remote, DEFAULT_PARAMS, MESSAGES, 0) == remote_key     # a server's model: not ours to version
+
+
 def test_cache_put_get_atomic(tmp_path):
     cache = GenerationCache(tmp_path / "c")
     key = cache_key(ModelSpec(name="m", litellm="ollama/m"), DEFAULT_PARAMS, MESSAGES, 0)
@@ -199,7 +211,7 @@ def test_registering_provider_does_not_load_model():
         "generation.register_embedded_provider(); generation.register_embedded_provider()\n"
         "import litellm\n"
         "assert [i['provider'] for i in litellm.custom_provider_map] == ['dslbench']\n"
-        "assert local_model._llama is None\n"
+        "assert local_model._server is None\n"
     )
     env = dict(os.environ)
     lib = str(Path(dslbench.__file__).resolve().parents[1])

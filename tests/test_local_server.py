@@ -1,4 +1,4 @@
-"""`dslbench serve` (llama-cpp-python's OpenAI-compatible server on the embedded model) and
+"""`dslbench serve` (llama.cpp's OpenAI-compatible server on the embedded model, through xllamacpp) and
 `dslbench generate --api-base` against it, as a user of vLLM or Ollama would run it. No network: the
 server listens on 127.0.0.1."""
 from __future__ import annotations

@@ -253,16 +253,27 @@ def cmd_profile(args) -> int:
 
 
 def cmd_serve(args) -> int:
-    """llama-cpp-python's own OpenAI-compatible server on the embedded GGUF, in the foreground."""
-    import os
-    from .local_model import N_CTX, gguf_path
-    threads = args.threads or int(settings.get("DSLBENCH_LLAMA_THREADS") or os.cpu_count() or 1)
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(gguf_path()), "--model_alias", args.alias,
-               "--host", args.host, "--port", str(args.port), "--n_threads", str(threads), "--n_ctx", str(N_CTX)]
+    """llama.cpp's own OpenAI-compatible server (through xllamacpp) on the embedded GGUF, in the foreground.
+
+    Same parameters as the in-process model (local_model.model_params), so a run against this server
+    gets the embedded model's replies."""
+    import signal
+    import threading
+    import xllamacpp
+    from .local_model import model_params
+    params = model_params(threads=args.threads, port=args.port, alias=args.alias)
+    params.hostnames = [args.host]
+    server = xllamacpp.Server(params)
     print(f"serving {args.alias} at http://{args.host}:{args.port}/v1 (Ctrl-C stops); generate with\n"
           f"  dslbench generate --model openai/{args.alias} --api-base http://{args.host}:{args.port}/v1 ...",
           flush=True)
-    os.execv(sys.executable, command)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    while not stop.wait(1):
+        pass
+    del server          # stops llama.cpp's HTTP and decoding threads
+    return 0
 
 
 def _notebook_params(items: list[str]) -> dict:
@@ -388,7 +399,7 @@ def main(argv=None) -> int:
                    help="name of the environment variable holding the server's API key (the key is never stored)")
     p.set_defaults(fn=cmd_generate)
 
-    p = sub.add_parser("serve", help="serve the embedded model over an OpenAI-compatible API (llama-cpp-python)")
+    p = sub.add_parser("serve", help="serve the embedded model over an OpenAI-compatible API (llama.cpp's server)")
     p.add_argument("--host", default="127.0.0.1")
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--alias", default="smollm2-135m", help="model name the server answers to (default smollm2-135m)")

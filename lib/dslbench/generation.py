@@ -299,8 +299,21 @@ def cache_key(model: ModelSpec, params: dict, messages: list[dict], sample: int)
         "messages": messages,
         "sample": sample,
     }
+    if model.embedded or _is_embedded(model.litellm):
+        # another llama.cpp build gives other greedy replies on some prompts: never replay its answers
+        payload["runtime"] = embedded_runtime()
     canonical = json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+@functools.lru_cache(maxsize=1)
+def embedded_runtime() -> str:
+    """The binding that runs the embedded model, with its version (it pins llama.cpp's own)."""
+    from importlib.metadata import PackageNotFoundError, version
+    try:
+        return f"xllamacpp=={version('xllamacpp')}"
+    except PackageNotFoundError:
+        return "xllamacpp (not installed)"
 
 
 _KEY_RE = re.compile(r"^[0-9a-f]{64}$")

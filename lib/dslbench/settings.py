@@ -43,9 +43,7 @@ _ALL = (
     Setting("DSLBENCH_VENV", ".venv", ".venv",
             "where `install.sh` puts the Python environment (`system`: the current interpreter)"),
     Setting("DSLBENCH_WHEELS", None, "~/.cache/dslbench/wheels",
-            "`install.sh`'s cache of locally built wheels (llama-cpp-python)"),
-    Setting("DSLBENCH_LLAMA_PREINSTALLED", None, "unset",
-            "`install.sh` keeps an already installed llama-cpp-python of the pinned version (Binder)"),
+            "`install.sh`'s cache of locally built wheels (falkordblite)"),
     # toolchains
     Setting("DSLBENCH_NEO4J_URI", None, "unset", "Cypher is judged on that Neo4j server instead of the FalkorDB stand-in"),
     Setting("DSLBENCH_NEO4J_USER", "neo4j", "neo4j", "the Neo4j user"),
