@@ -154,3 +154,12 @@ def test_pipeline_refuses_a_param_no_stage_declares(tmp_path):
     assert r.returncode != 0 and "Traceback" not in r.stderr
     assert "--param max_tokes: no stage notebook to run declares such a parameter" in r.stderr
     assert not (tmp_path / "typo" / "notebooks" / "01_domain_selection.ipynb").exists()    # refused before any stage
+
+
+def test_every_stage_notebook_cell_has_an_id():
+    # nbformat 4.5 notebooks need cell ids: without them every papermill run warns (MissingIDFieldWarning)
+    from dslbench.notebooks import stage_notebooks
+    for path in stage_notebooks():
+        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        missing = [i for i, cell in enumerate(cells) if not cell.get("id")]
+        assert not missing, f"{path.name}: cells {missing} have no id"
