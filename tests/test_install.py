@@ -86,3 +86,13 @@ def test_apt_names_exist_in_the_docker_base_package_index():
     missing = [p for p in manifest.apt_packages()
                if subprocess.run(["apt-cache", "show", p], capture_output=True).returncode != 0]
     assert not missing, f"not in Debian 12's package index: {missing}"
+
+
+def test_early_hooks_do_not_use_the_environment_pip_is_still_filling():
+    """install.sh runs a hook marked "# hook: early" alongside pip: it must not need the project's python."""
+    hooks = sorted((ROOT / "toolchains").glob("*/install.sh"))
+    early = [h for h in hooks if "# hook: early" in h.read_text().splitlines()]
+    assert [h.parent.name for h in early] == ["cypher"]
+    for hook in early:
+        code = "\n".join(line for line in hook.read_text().splitlines() if not line.lstrip().startswith("#"))
+        assert not re.search(r"\$\{?PY\b", code), f"{hook} uses $PY"

