@@ -81,7 +81,7 @@ npm_packages & early_pids+=($!)
 
 reqs=("$ROOT/requirements.txt")
 for f in "$ROOT"/toolchains/*/requirements.txt; do [ -f "$f" ] && reqs+=("$f"); done
-digest=$(cat "$0" "${reqs[@]}" "$ROOT/lib/pyproject.toml" | sha256sum | cut -d' ' -f1)
+digest=$(cat "$0" "${reqs[@]}" "$ROOT/requirements-nodeps.txt" "$ROOT/lib/pyproject.toml" | sha256sum | cut -d' ' -f1)
 if [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$digest" ]; then
   say "Python environment up to date ($PY)"
 else
@@ -90,6 +90,7 @@ else
   req_args=(); for f in "${reqs[@]}"; do req_args+=(-r "$f"); done
   say "pip install ${reqs[*]##"$ROOT"/}"
   "$PY" -m pip install -q --find-links "$WHEELS" "${req_args[@]}" -e "$ROOT/lib"
+  "$PY" -m pip install -q --no-deps -r "$ROOT/requirements-nodeps.txt"
   mkdir -p "$(dirname "$STAMP")"
   echo "$digest" > "$STAMP"
 fi

