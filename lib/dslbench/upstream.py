@@ -79,6 +79,28 @@ def convert_each(records: Iterable[tuple[str, Any]], convert: Callable[[str, Any
     return out
 
 
+MAX_MUTANTS = 3   # semantic mutants derived from one imported gold
+
+
+def one_mutant_per_kind(gold: str, kinds: Iterable[Iterable[tuple[str, str]]], limit: int = MAX_MUTANTS,
+                        same: Callable[[str, str], bool] = str.__eq__) -> list[dict]:
+    """Semantic mutants of an imported gold, at most one of each kind and `limit` in all.
+
+    Each kind is an iterable of (note, program) alternatives, tried in order: the first program that
+    is neither the gold nor a mutant kept already is kept. Kinds and alternatives are consumed lazily,
+    so an importer's costly slips are only made when needed.
+    """
+    out: list[dict] = []
+    for alternatives in kinds:
+        if len(out) == limit:
+            break
+        for note, program in alternatives:
+            if not same(program, gold) and not any(same(program, m["program"]) for m in out):
+                out.append({"level": "semantic", "note": note, "program": program})
+                break
+    return out
+
+
 class _BlockDumper(yaml.SafeDumper):
     """Multi-line strings (programs, instructions) as readable `|` blocks."""
 

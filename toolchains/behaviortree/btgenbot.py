@@ -15,7 +15,7 @@ has no node palette and no behaviour to compare against, so each record is turne
      refers to starts with a placeholder value, and the instruction names these entries. The scenarios
      test the control flow and dataflow the upstream tree encodes, not the behaviour its summary asks
      for: real scenarios must be supplied by the user;
-  4. deriving up to MAX_MUTANTS semantic mutants from the migrated gold (semantic_mutants): single slips
+  4. deriving up to 3 semantic mutants from the migrated gold (semantic_mutants): single slips
      that BT.CPP 4 still loads with the same palette (Sequence<->Fallback, two children swapped, a leaf
      dropped, an Inverter removed or added around a condition, a numeric port literal changed).
 
@@ -35,7 +35,7 @@ import re
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from dslbench.upstream import NotThisBenchmark
+from dslbench.upstream import NotThisBenchmark, one_mutant_per_kind
 
 BENCHMARK = "BTGenBot bt_dataset.json"
 LICENCE = "MIT (BTGenBot repository)"
@@ -341,7 +341,6 @@ def scenarios_for(kinds: dict[str, str], keys: list[str], checks: list[tuple[str
 
 # --- semantic mutants ------------------------------------------------------------------------------
 # Plausible single slips on the migrated gold, each still loaded by BT.CPP 4 with the same palette.
-MAX_MUTANTS = 3
 FLOW_SWAPS = {"Sequence": "Fallback", "Fallback": "Sequence", "ReactiveSequence": "ReactiveFallback",
               "ReactiveFallback": "ReactiveSequence", "SequenceWithMemory": "Fallback"}
 # children may be reordered or dropped freely only under these (IfThenElse, Switch... have fixed arity,
@@ -471,23 +470,20 @@ MUTATIONS = (_mutate_flow, _mutate_order, _mutate_drop, _mutate_inverter, _mutat
 
 
 def semantic_mutants(gold: str, kinds: dict[str, str], index: int = 0) -> list[dict]:
-    """Up to MAX_MUTANTS single slips on the gold, one of each kind: a Sequence<->Fallback swap, two children
+    """Up to 3 single slips on the gold, one of each kind: a Sequence<->Fallback swap, two children
     of a control node swapped, a leaf dropped from a control node of two or more children, an Inverter
     removed or added around a condition, a numeric port literal changed. Deterministic: the kinds are
     tried in a rotation that starts at the record index, so the dataset sees all kinds."""
     base = _serialize(ET.fromstring(gold))
-    out = []
-    for k in range(len(MUTATIONS)):
-        if len(out) == MAX_MUTANTS:
-            break
+
+    def slip(mutate):
         root = ET.fromstring(gold)
-        note = MUTATIONS[(index + k) % len(MUTATIONS)](root, kinds)
-        if note is None:
-            continue
-        program = _serialize(root)
-        if program not in (gold, base) and all(program != m["program"] for m in out):
-            out.append({"level": "semantic", "note": note, "program": program})
-    return out
+        note = mutate(root, kinds)
+        program = _serialize(root) if note is not None else base
+        return [] if program == base else [(note, program)]   # the gold re-serialized is no slip
+
+    rotation = (MUTATIONS[(index + k) % len(MUTATIONS)] for k in range(len(MUTATIONS)))
+    return one_mutant_per_kind(gold, (slip(mutate) for mutate in rotation))
 
 
 def _difficulty(gold: str) -> str:

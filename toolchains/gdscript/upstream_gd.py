@@ -32,7 +32,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from dslbench.upstream import Skip
+from dslbench.upstream import Skip, one_mutant_per_kind
 
 LICENCE = "MIT (code) / CC-BY-4.0 (text), GDQuest learn-gdscript"
 # Node properties a tester may read that the harness can compare.
@@ -392,12 +392,8 @@ def semantic_mutants(before: str, editable: str, after: str) -> list[dict]:
             made.append((f"dropped statement: {line.strip()}", lines[:i] + [indent + "pass"] + lines[i + 1:]))
             break
     gold = "\n".join((before, editable, after)).rstrip() + "\n"
-    out = []
-    for note, mutated in made:
-        program = "\n".join((before, "\n".join(mutated), after)).rstrip() + "\n"
-        if program != gold and all(program != m["program"] for m in out):
-            out.append({"level": "semantic", "note": note, "program": program})
-    return out
+    return one_mutant_per_kind(gold, ([(note, "\n".join((before, "\n".join(mutated), after)).rstrip() + "\n")]
+                                      for note, mutated in made))
 
 
 def scene_refs(code: str) -> dict[str, str]:

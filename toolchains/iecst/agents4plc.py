@@ -6,7 +6,7 @@ despite the suffix, all but high-fidelity.jsonl hold pretty-printed JSON objects
 id, instruction, properties_to_be_validated (PLCverif patterns, or null); only the 21 high-fidelity
 records add ground_truth (the reference ST), test_cases and (mostly) difficulty. A record without
 reference code has no executable oracle here and is skipped (no_reference_code); so is one whose
-reference POU cannot be driven through elementary ports (validator.reference_interface gives the code).
+reference POU cannot be driven through elementary ports (reference_interface gives the code).
 Earlier invented fixtures name the reference `code` or `reference_code`: read as well.
 
 A task's oracle runs the reference and the candidate on seeded input sequences (expected_from: gold);
@@ -19,12 +19,15 @@ gold_unsupported when our evaluator lacks a construct it uses).
 from __future__ import annotations
 
 import json
+import random
 import re
-import sys
 import tempfile
+import zlib
 from pathlib import Path
 
-from dslbench.upstream import Imported, NotThisBenchmark, Skip, convert_each, dump_task
+from dslbench.upstream import Imported, NotThisBenchmark, Skip, convert_each, dump_task, one_mutant_per_kind
+
+from .validator import ELEMENTARY
 
 FOLDERS = ("benchmark_v1", "benchmark_v2")
 S7_ATTRIBUTE = re.compile(r"^[ \t]*\{\s*S7_\w+\s*:=\s*'[^']*'\s*\}[ \t]*\n", re.M)
@@ -62,7 +65,6 @@ def read_records(path: Path, label: str) -> list[tuple[str, object]]:
 
 
 def load(source: Path, tc, check: bool = False) -> Imported:
-    validator = sys.modules[type(tc).__module__]     # agents4plc_task and the interface reader
     root, files = find_files(Path(source))
     records = [r for p in files for r in read_records(p, p.relative_to(root).as_posix())]
     labels = {}                                       # task id -> record id, to name a gold skipped later
@@ -73,7 +75,7 @@ def load(source: Path, tc, check: bool = False) -> Imported:
         if isinstance(rec, dict) and isinstance(rec.get("ground_truth"), str):
             rec = {**rec, "ground_truth": S7_ATTRIBUTE.sub("", rec["ground_truth"])}
         split = record_id.split(":")[0].rsplit("/", 1)[-1].removesuffix(".jsonl")
-        task, reason, detail = validator.agents4plc_task(rec, record_id, split)
+        task, reason, detail = agents4plc_task(rec, record_id, split)
         if task is None:
             return Skip(record_id, reason, detail)
         labels[task["id"]] = record_id
@@ -112,9 +114,155 @@ def check_golds(made: Imported, tc, labels: dict) -> Imported:
     return out
 
 
+# --- Agents4PLC records -> tasks -----------------------------------------------------------------------
+
+HEADER = re.compile(r"^\s*(FUNCTION_BLOCK|FUNCTION|PROGRAM)\s+([A-Za-z_]\w*)\s*(?::\s*([A-Za-z_]\w*))?",
+                    re.I | re.M)
+SECTION = re.compile(r"\b(VAR_INPUT|VAR_OUTPUT)\b(.*?)\bEND_VAR\b", re.I | re.S)
+
+
+def _strip_comments(code: str) -> str:
+    return re.sub(r"\(\*.*?\*\)|//[^\n]*|/\*.*?\*/", " ", code, flags=re.S)
+
+
+def reference_interface(code: str) -> tuple[dict | None, str, str]:
+    """POU kind, name, return type and VAR_INPUT/VAR_OUTPUT of the first POU (text scan, nothing run);
+    else None, a reason code and the detail."""
+    text = _strip_comments(code)
+    m = HEADER.search(text)
+    if not m:
+        return None, "no_pou", "no FUNCTION, FUNCTION_BLOCK or PROGRAM in the reference code"
+    kind, name, ret = m.group(1).upper(), m.group(2), m.group(3)
+    end = re.search(r"\bEND_" + kind + r"\b", text[m.end():], re.I)
+    body = text[m.end(): m.end() + end.start()] if end else text[m.end():]
+    ports = {"VAR_INPUT": {}, "VAR_OUTPUT": {}}
+    for sec, decls in SECTION.findall(re.sub(r"\{[^{}]*\}", " ", body)):      # pragmas out
+        for decl in decls.split(";"):             # every `names : type [:= init]`, arrays and structs too
+            if ":" not in decl:
+                continue
+            names, t = decl.split(":", 1)
+            t = " ".join(t.split(":=")[0].split())
+            if t.upper() not in ELEMENTARY:
+                return None, "non_elementary_port", f"port type {t} is not elementary (the oracle drives elementary ports only)"
+            for n in names.split(","):
+                if n.split():
+                    ports[sec.upper()][n.split()[0]] = t.upper()     # `x AT %IX0.0` is x
+    if not ports["VAR_INPUT"]:
+        return None, "no_inputs", "the reference POU has no VAR_INPUT to drive"
+    iface = {"pou": kind, "name": name, "inputs": ports["VAR_INPUT"], "outputs": ports["VAR_OUTPUT"]}
+    if kind == "FUNCTION":
+        if not ret or ret.upper() not in ELEMENTARY:
+            return None, "no_return_type", "FUNCTION without an elementary return type"
+        iface["returns"] = ret.upper()
+    elif not ports["VAR_OUTPUT"]:
+        return None, "no_outputs", "the reference POU has no VAR_OUTPUT to check"
+    return iface, "", ""
+
+
+INT_RANGE = {"SINT": (-128, 127), "INT": (-32768, 32767), "DINT": (-2**31, 2**31 - 1), "LINT": (-2**63, 2**63 - 1),
+             "USINT": (0, 255), "BYTE": (0, 255), "UINT": (0, 65535), "WORD": (0, 65535),
+             "UDINT": (0, 2**32 - 1), "DWORD": (0, 2**32 - 1), "ULINT": (0, 2**64 - 1), "LWORD": (0, 2**64 - 1)}
+
+
+def _boundary_values(code: str) -> list[int]:
+    """Each decimal constant of the code and its neighbours (c-1, c, c+1), and 0: inputs there reach the
+    branches and limits the reference tests (`level > 100`, `MOD 10`), which uniform draws seldom hit."""
+    consts = {int(float(n)) for n in re.findall(r"(?<![\w#.])\d+(?:\.\d+)?(?![\w#])", _strip_comments(code))}
+    return sorted({c + d for c in consts | {0} for d in (-1, 0, 1)})
+
+
+def _random_value(rng, t: str, near=(), p_true=0.5):
+    """A value of type t: half the time one of `near` (when it fits the type), else a uniform draw over a
+    range that also spans `near` (a 4-20 mA scaling tests 1200..7000, far beyond +-100)."""
+    t = t.upper()
+    lo, hi = INT_RANGE.get(t, (None, None))
+    fits = [v for v in near if lo is None or lo <= v <= hi]
+    if t not in ("BOOL", "TIME", "STRING") and fits and rng.random() < 0.5:
+        return float(rng.choice(fits)) if t in ("REAL", "LREAL") else rng.choice(fits)
+    low, high = min([-100, *fits]), max([100, *fits])
+    if t == "BOOL":
+        return rng.random() < p_true
+    if t in ("REAL", "LREAL"):
+        return round(rng.uniform(low, high), 2)
+    if t == "TIME":
+        return f"T#{rng.randrange(0, 5000, 100)}ms"
+    if t == "STRING":
+        return rng.choice(["", "A", "OK"])
+    if t in ("USINT", "UINT", "UDINT", "ULINT", "BYTE", "WORD", "DWORD", "LWORD"):
+        return rng.randint(0, max(199, high))
+    return rng.randint(low, high)
+
+
+def _properties_text(props) -> str:
+    lines = []
+    for p in props:
+        if isinstance(p, dict):
+            desc = p.get("property_description") or p.get("description")
+            lines.append(f"- {desc}" if desc else f"- {json.dumps(p, sort_keys=True)}")
+        else:
+            lines.append(f"- {p}")
+    return "\n".join(lines)
+
+
+# long enough for a state machine to go round (a counter to its limit, a sequence through its steps)
+SEQUENCES, STEPS = 8, 24
+
+
+def agents4plc_task(rec, where: str, split_name: str = "") -> tuple[dict | None, str, str]:
+    """One Agents4PLC record as (task dict, "", ""), or (None, reason code, detail) when it cannot be
+    judged here. A malformed record raises ValueError."""
+    if not isinstance(rec, dict):
+        raise ValueError(f"{where}: record is not a JSON object")
+    rid = rec.get("id")
+    if not isinstance(rid, (str, int)) or not str(rid).strip():
+        raise ValueError(f"{where}: record has no 'id'")
+    if not isinstance(rec.get("instruction"), str) or not rec["instruction"].strip():
+        raise ValueError(f"{where}: record {rid!r}: field 'instruction' must be a non-empty string")
+    if not isinstance(rec.get("properties_to_be_validated") or [], list):   # null in a published record
+        raise ValueError(f"{where}: record {rid!r}: field 'properties_to_be_validated' must be a list")
+    code = rec.get("ground_truth") or rec.get("code") or rec.get("reference_code") or ""
+    if not isinstance(code, str) or not code.strip():
+        return None, "no_reference_code", "no reference ST code: the formal properties alone give no executable oracle"
+    iface, reason, detail = reference_interface(code)
+    if iface is None:
+        return None, reason, detail
+    seed = zlib.crc32(str(rid).encode())
+    rng = random.Random(seed)
+    near = _boundary_values(code)
+    sequences = []
+    for s in range(SEQUENCES):
+        # after the first sequence each BOOL input leans one way (a reset seldom set, a push often): a state
+        # machine or a counter then gets deep, which fair coin flips on every input seldom allow
+        p_true = {n: 0.5 if s == 0 else rng.choice((0.1, 0.9)) for n in iface["inputs"]}
+        steps = [{"in": {n: _random_value(rng, t, near, p_true[n]) for n, t in iface["inputs"].items()}}
+                 for _ in range(STEPS)]
+        sequences.append({"name": f"seeded sequence {s + 1}", "steps": steps})
+    oracle = {**iface, "cycle_ms": 100, "tolerance": 1e-6, "expected_from": "gold", "sequences": sequences}
+    safe = re.sub(r"[^A-Za-z0-9]+", "-", str(rid)).strip("-").lower()
+    props = _properties_text(rec.get("properties_to_be_validated") or [])
+    instruction = rec["instruction"].strip()
+    instruction += (f"\n\nImplement it as {iface['pou']} {iface['name']} with VAR_INPUT "
+                    + ", ".join(f"{n} : {t}" for n, t in iface["inputs"].items())
+                    + (", VAR_OUTPUT " + ", ".join(f"{n} : {t}" for n, t in iface["outputs"].items())
+                       if iface["outputs"] else "")
+                    + (f", returning {iface['returns']}" if iface.get("returns") else "") + ".")
+    if props:
+        instruction += "\n\nProperties to be validated:\n" + props
+    level = str(rec.get("difficulty") or split_name or "").lower()     # high-fidelity: medium when not given
+    difficulty = level if level in ("easy", "medium", "hard") else "medium"
+    return {
+        "id": f"iecst-a4plc-{safe}", "dsl": "iecst", "domain": "Industrial Automation",
+        "title": str(rec.get("title") or f"Agents4PLC {rid}")[:100], "difficulty": difficulty,
+        "constructs": [iface["pou"]], "failure_modes": [],
+        "instruction": instruction + "\n", "context": {}, "gold": code.strip() + "\n", "oracle": oracle,
+        "provenance": {"source": "upstream", "benchmark": "Agents4PLC", "upstream_id": str(rid),
+                       "licence": str(rec.get("licence") or "Apache-2.0")},    # the repository's LICENSE
+        "split": "test", "mutants": semantic_mutants(code.strip() + "\n", seed),
+    }, "", ""
+
+
 # --- semantic mutants: single slips in the gold's body ------------------------------------------------
 
-MAX_MUTANTS = 3
 # text that is no statement: comments, pragmas and string literals (masked before any slip is looked for)
 NOT_CODE = re.compile(r"\(\*.*?\*\)|/\*.*?\*/|//[^\n]*|\{[^{}]*\}|'[^']*'|\"[^\"]*\"", re.S)
 POU_HEAD = re.compile(r"\b(FUNCTION_BLOCK|FUNCTION|PROGRAM)\s+[A-Za-z_]\w*", re.I)
@@ -188,12 +336,11 @@ def _sites(gold: str, masked: str, start: int, stop: int, kind: str) -> dict[str
 
 
 def semantic_mutants(gold: str, index: int) -> list[dict]:
-    """Up to MAX_MUTANTS single slips in the statements of the gold's first POU, each of a different kind:
+    """Up to 3 single slips in the statements of the gold's first POU, each of a different kind:
     a comparison turned round (< and >, <= and >=, = and <>), + and - swapped, AND and OR swapped, a
     constant changed (n+1, TRUE and FALSE), an IF condition negated, an assignment dropped. Declarations,
     comments and string literals are never touched. Deterministic: `index` seeds which kinds come first
     and which site of each."""
-    import random
     masked = NOT_CODE.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), gold)   # same offsets as the gold
     span = _body_span(masked)
     if span is None:
@@ -202,13 +349,9 @@ def semantic_mutants(gold: str, index: int) -> list[dict]:
     rng = random.Random(index)
     kinds = [k for k in sites if sites[k]]
     rng.shuffle(kinds)
-    out: list[dict] = []
-    for kind in kinds:
-        if len(out) == MAX_MUTANTS:
-            break
-        for a, b, new, note in rng.sample(sites[kind], len(sites[kind])):   # the next site if one repeats
-            program = gold[:a] + new + gold[b:]
-            if program != gold and all(program != m["program"] for m in out):
-                out.append({"level": "semantic", "note": note, "program": program})
-                break
-    return out
+
+    def alternatives(kind):   # the kind's sites in a seeded order: the next one if a slip repeats
+        for a, b, new, note in rng.sample(sites[kind], len(sites[kind])):
+            yield note, gold[:a] + new + gold[b:]
+
+    return one_mutant_per_kind(gold, (alternatives(kind) for kind in kinds))

@@ -11,7 +11,7 @@ semantic mutants of its gold (single slips, `qcb_semantic_mutants`).
 import re
 from pathlib import Path
 
-from dslbench.upstream import NotThisBenchmark, Skip, convert_each
+from dslbench.upstream import NotThisBenchmark, Skip, convert_each, one_mutant_per_kind
 
 from .validator import MAX_QUBITS, RESERVED
 
@@ -147,7 +147,6 @@ def _antlr_message(text: str) -> str:
 
 
 # --- semantic mutants of imported gold -------------------------------------------------------------
-QCB_MAX_MUTANTS = 3
 _QCB_CALL = re.compile(r"^(\s*)([A-Za-z_]\w*)(?:\(([^;]*)\))?\s+([^;=@{}]+);\s*$")
 _QCB_NOT_GATES = {"measure", "reset", "barrier", "include", "qubit", "bit", "gate", "def", "let", "const", "if",
                   "for", "while", "return", "box", "delay", "input", "output", "creg", "qreg", "OPENQASM"}
@@ -312,14 +311,9 @@ def qcb_semantic_mutants(gold: str, oracle: dict) -> list[dict]:
     if droppable:
         c = droppable[len(droppable) // 2]
         made.append((f"gate dropped: {lines[c['line']].strip()}", c["line"], None))
-    out = []
-    for note, i, new in made:
-        program = "\n".join(lines[:i] + ([new] if new is not None else []) + lines[i + 1:]) + "\n"
-        if program.strip() != gold.strip() and all(program != m["program"] for m in out):
-            out.append({"level": "semantic", "note": note, "program": program})
-        if len(out) == QCB_MAX_MUTANTS:
-            break
-    return out
+    slips = ([(note, "\n".join(lines[:i] + ([new] if new is not None else []) + lines[i + 1:]) + "\n")]
+             for note, i, new in made)
+    return one_mutant_per_kind(gold, slips, same=lambda a, b: a.strip() == b.strip())
 
 
 def _qcb_task(source: Path, folder: Path, gold_path: Path, n: int) -> dict:

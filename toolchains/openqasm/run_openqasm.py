@@ -183,19 +183,17 @@ def declarations(prog: ast.Program, circuit) -> dict:
     return decl
 
 
-def run_syntax(job: dict, loaded: dict | None = None) -> dict:
-    """The syntax report; the circuit it built is left in `loaded` (by include set) for the semantic level."""
+def run_syntax(job: dict) -> tuple[dict, tuple | None]:
+    """The syntax report, and the (circuit, registers) it built with the task's includes, which are the
+    semantic level's first variant (so that level need not parse the program again)."""
     text = open(job["program"], encoding="utf-8").read()
-    includes = job.get("includes", {})
     try:
-        circuit, decl = load(text, includes)
+        circuit, decl = load(text, job.get("includes", {}))
     except Reject as e:
-        return {"ok": False, "error": one_line(e)}
-    if loaded is not None:
-        loaded[json.dumps(includes, sort_keys=True)] = (circuit, decl)
+        return {"ok": False, "error": one_line(e)}, None
     regs = ", ".join(f"{n}[{s}]" for n, s in decl["qubits"] + decl["clbits"])
     return {"ok": True, "summary": f"{circuit.num_qubits} qubits, {circuit.num_clbits} clbits, "
-                                   f"{len(circuit.data)} top-level instructions; registers {regs}"}
+                                   f"{len(circuit.data)} top-level instructions; registers {regs}"}, (circuit, decl)
 
 
 # --- semantic -----------------------------------------------------------------------------------
@@ -450,14 +448,15 @@ class GoldError(Exception):
     """The task's own gold cannot be judged: a task bug, reported as an error."""
 
 
-def prepare(text: str, includes: dict, oracle: dict, loaded: dict | None = None):
-    """The circuit as compared; `loaded` holds circuits the syntax level built already (same text)."""
-    circuit, decl = (loaded or {}).pop(json.dumps(includes, sort_keys=True), None) or load(text, includes)
+def prepare(text: str, includes: dict, oracle: dict, built: tuple | None = None):
+    """The circuit as compared; `built` is the (circuit, registers) of this text and includes, if made already."""
+    circuit, decl = built or load(text, includes)
     circuit = canonical(circuit, decl, oracle)
     return unitary_part(circuit, oracle["mode"]) if oracle["mode"] != "counts" else circuit
 
 
-def run_semantic(job: dict, loaded: dict | None = None) -> dict:
+def run_semantic(job: dict, built: tuple | None = None) -> dict:
+    """`built`: the candidate's circuit with the first variant's includes, from the syntax level."""
     oracle = job["oracle"]
     compare = {"unitary": compare_unitary, "statevector": compare_statevector, "counts": compare_counts}[oracle["mode"]]
     cand_text = open(job["program"], encoding="utf-8").read()
@@ -472,7 +471,7 @@ def run_semantic(job: dict, loaded: dict | None = None) -> dict:
         except Exception as e:
             return {"status": "error", "diagnostics": one_line(f"{where}the gold cannot be judged: {e}")}
         try:
-            cand = prepare(cand_text, includes, oracle, loaded)
+            cand = prepare(cand_text, includes, oracle, built if i == 0 else None)
             if cached:
                 ok, message, expected = compare_counts(cand, None, oracle, cached[i])
             else:
@@ -509,19 +508,18 @@ def write(path: str, report: dict):
 def main():
     job = json.load(open(sys.argv[1], encoding="utf-8"))
     if job["mode"] == "syntax":
-        write(job["syntax_out"], run_syntax(job))
+        write(job["syntax_out"], run_syntax(job)[0])
     elif job["mode"] == "gold":
         write(job["semantic_out"], gold_distributions(job))
     elif job["mode"] == "semantic":
         write(job["semantic_out"], run_semantic(job))
     else:  # "both": the syntax report is written first, so it survives a timeout in the simulation
-        loaded = {}
-        syntax = run_syntax(job, loaded)
+        syntax, built = run_syntax(job)
         syntax["elapsed"] = time.monotonic() - T0
         write(job["syntax_out"], syntax)
         if syntax["ok"]:
             start = time.monotonic()
-            semantic = run_semantic(job, loaded)
+            semantic = run_semantic(job, built)
             semantic["seconds"] = time.monotonic() - start
             write(job["semantic_out"], semantic)
 
