@@ -121,14 +121,20 @@ HEADER = re.compile(r"^\s*(FUNCTION_BLOCK|FUNCTION|PROGRAM)\s+([A-Za-z_]\w*)\s*(
 SECTION = re.compile(r"\b(VAR_INPUT|VAR_OUTPUT)\b(.*?)\bEND_VAR\b", re.I | re.S)
 
 
-def _strip_comments(code: str) -> str:
-    return re.sub(r"\(\*.*?\*\)|//[^\n]*|/\*.*?\*/", " ", code, flags=re.S)
+# text that is no statement: comments, pragmas and string literals
+NOT_CODE = re.compile(r"\(\*.*?\*\)|/\*.*?\*/|//[^\n]*|\{[^{}]*\}|'[^']*'|\"[^\"]*\"", re.S)
+
+
+def code_only(code: str) -> str:
+    """The code with comments, pragmas and string literals blanked out, at the same offsets: what the
+    interface reader, the constant scan and the mutants look at."""
+    return NOT_CODE.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), code)
 
 
 def reference_interface(code: str) -> tuple[dict | None, str, str]:
     """POU kind, name, return type and VAR_INPUT/VAR_OUTPUT of the first POU (text scan, nothing run);
     else None, a reason code and the detail."""
-    text = _strip_comments(code)
+    text = code_only(code)
     m = HEADER.search(text)
     if not m:
         return None, "no_pou", "no FUNCTION, FUNCTION_BLOCK or PROGRAM in the reference code"
@@ -167,7 +173,7 @@ INT_RANGE = {"SINT": (-128, 127), "INT": (-32768, 32767), "DINT": (-2**31, 2**31
 def _boundary_values(code: str) -> list[int]:
     """Each decimal constant of the code and its neighbours (c-1, c, c+1), and 0: inputs there reach the
     branches and limits the reference tests (`level > 100`, `MOD 10`), which uniform draws seldom hit."""
-    consts = {int(float(n)) for n in re.findall(r"(?<![\w#.])\d+(?:\.\d+)?(?![\w#])", _strip_comments(code))}
+    consts = {int(float(n)) for n in re.findall(r"(?<![\w#.])\d+(?:\.\d+)?(?![\w#])", code_only(code))}
     return sorted({c + d for c in consts | {0} for d in (-1, 0, 1)})
 
 
@@ -263,8 +269,6 @@ def agents4plc_task(rec, where: str, split_name: str = "") -> tuple[dict | None,
 
 # --- semantic mutants: single slips in the gold's body ------------------------------------------------
 
-# text that is no statement: comments, pragmas and string literals (masked before any slip is looked for)
-NOT_CODE = re.compile(r"\(\*.*?\*\)|/\*.*?\*/|//[^\n]*|\{[^{}]*\}|'[^']*'|\"[^\"]*\"", re.S)
 POU_HEAD = re.compile(r"\b(FUNCTION_BLOCK|FUNCTION|PROGRAM)\s+[A-Za-z_]\w*", re.I)
 # `=` of a comparison, not of `:=`, `<=`, `>=` or a call's `=>`
 RELATIONAL = re.compile(r"<>|<=|>=|<|>|(?<![:<>=])=(?!>)")
@@ -341,7 +345,7 @@ def semantic_mutants(gold: str, index: int) -> list[dict]:
     constant changed (n+1, TRUE and FALSE), an IF condition negated, an assignment dropped. Declarations,
     comments and string literals are never touched. Deterministic: `index` seeds which kinds come first
     and which site of each."""
-    masked = NOT_CODE.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), gold)   # same offsets as the gold
+    masked = code_only(gold)
     span = _body_span(masked)
     if span is None:
         return []
