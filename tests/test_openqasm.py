@@ -355,3 +355,43 @@ def test_an_oracle_too_large_to_parse_within_the_limits_is_skipped(monkeypatch):
     large = [s for s in made.skipped if s.reason == "oracle_too_large"]
     assert large and all("oracle.inc is 0 kB" in s.detail for s in large)
     assert all(t["context"] == {} for t in made.tasks)     # only the tasks without an include are left
+
+
+def _classical(gate_text: str, n: int):
+    """The function x -> y of an oracle made of cx and x gates on |x>|0>, evaluated bit by bit."""
+    import re
+    wires = re.search(r"gate\s+\w+\s+([^{]+)\{", gate_text).group(1)
+    index = {w.strip(): i for i, w in enumerate(wires.split(","))}
+    ops = re.findall(r"(cx|x)\s+([^;]+);", gate_text.split("{", 1)[1])
+
+    def f(x: int) -> int:
+        bits = [(x >> i) & 1 for i in range(n)] + [0] * n
+        for name, operands in ops:
+            w = [index[o.strip()] for o in operands.split(",")]
+            if name == "x":
+                bits[w[0]] ^= 1
+            elif bits[w[0]]:
+                bits[w[1]] ^= 1
+        return sum(b << i for i, b in enumerate(bits[n:]))
+    return f
+
+
+def test_simon_variants_are_two_to_one_oracles_with_other_secrets():
+    """A single published Simon oracle (secret 011 here) cannot show an h moved onto q[2]; the variants
+    are true Simon oracles of the same gate, for the secrets 111 and 100 (q[2] alone)."""
+    qcb = importlib.import_module("dslbench.plugins.openqasm.qcircuitbench")
+    upstream = ("gate Oracle _gate_q_0, _gate_q_1, _gate_q_2, _gate_q_3, _gate_q_4, _gate_q_5 {\n"
+                "  cx _gate_q_0, _gate_q_3;\n  cx _gate_q_1, _gate_q_4;\n  cx _gate_q_2, _gate_q_5;\n"
+                "  cx _gate_q_0, _gate_q_3;\n  cx _gate_q_0, _gate_q_4;\n  x _gate_q_3;\n}\n")
+    variants = [v["oracle.inc"] for v in qcb._simon_variants(upstream)]
+    assert len(variants) == 2 and all(v.startswith("gate Oracle _gate_q_0, _gate_q_1") for v in variants)
+    secrets = []
+    for text in [upstream] + variants:
+        f = _classical(text, 3)
+        images = [f(x) for x in range(8)]
+        assert len(set(images)) == 4                      # two-to-one
+        s = next(x ^ y for x in range(8) for y in range(x + 1, 8) if images[x] == images[y])
+        assert all(f(x) == f(x ^ s) for x in range(8))
+        secrets.append(s)
+    assert secrets == [0b011, 0b111, 0b100]
+    assert qcb._simon_variants("gate Oracle a, b, c {\n}\n") == []     # not 2n wires
