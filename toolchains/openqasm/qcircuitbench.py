@@ -69,25 +69,31 @@ def _trial_number(path: Path) -> int:
     return int(re.sub(r"\D", "", path.parent.name) or 0)
 
 
-def _dj_variants(oracle_text: str) -> list[dict]:
-    """Other Deutsch-Jozsa oracles with the upstream oracle's gate signature: the two constant ones and
-    balanced parity oracles (the published layout has one oracle per n, so one instance would let a
-    circuit that ignores the oracle pass whenever that oracle is constant)."""
+def _gate_variants(oracle_text: str, bodies) -> list[dict]:
+    """oracle.inc variants: the upstream oracle gate's name and wires with other bodies. `bodies(wires)`
+    gives each body as its lines; one equal to the upstream's body (whitespace aside) is left out."""
     m = re.search(r"gate\s+(\w+)\s+([^{]+)\{", oracle_text)
     if not m:
         return []
     name, wires = m.group(1), [w.strip() for w in m.group(2).split(",") if w.strip()]
-    if len(wires) < 2:
-        return []
-    inputs, target = wires[:-1], wires[-1]
-    bodies = ["", f"x {target};", "".join(f"cx {w}, {target}; " for w in inputs),
-              f"cx {inputs[0]}, {target};"]
     out = []
-    for body in bodies:
-        text = f"gate {name} {', '.join(wires)} {{\n  {body.strip()}\n}}\n"
+    for lines in bodies(wires):
+        text = f"gate {name} {', '.join(wires)} {{\n" + "".join(f"  {line}\n" for line in lines) + "}\n"
         if re.sub(r"\s", "", text) != re.sub(r"\s", "", oracle_text):
             out.append({"oracle.inc": text})
     return out
+
+
+def _dj_variants(oracle_text: str) -> list[dict]:
+    """Other Deutsch-Jozsa oracles with the upstream oracle's gate signature: the two constant ones and
+    balanced parity oracles (the published layout has one oracle per n, so one instance would let a
+    circuit that ignores the oracle pass whenever that oracle is constant)."""
+    def bodies(wires):
+        if len(wires) < 2:
+            return []
+        inputs, target = wires[:-1], wires[-1]
+        return [[""], [f"x {target};"], [" ".join(f"cx {w}, {target};" for w in inputs)], [f"cx {inputs[0]}, {target};"]]
+    return _gate_variants(oracle_text, bodies)
 
 
 def _simon_variants(oracle_text: str) -> list[dict]:
@@ -95,22 +101,17 @@ def _simon_variants(oracle_text: str) -> list[dict]:
     for a secret s, y ^= x, then y ^= s wherever x_j = 1 for the lowest set bit j of s, so that f(x) =
     f(x ^ s). Secrets: all ones, and the highest bit alone. The published layout has one oracle per n,
     whose secret leaves some slips unseen (an h moved onto a qubit the secret does not involve)."""
-    m = re.search(r"gate\s+(\w+)\s+([^{]+)\{", oracle_text)
-    if not m:
-        return []
-    name, wires = m.group(1), [w.strip() for w in m.group(2).split(",") if w.strip()]
-    n = len(wires) // 2
-    if n < 2 or len(wires) != 2 * n:
-        return []
-    xs, ys = wires[:n], wires[n:]
-    out = []
-    for secret in ([1] * n, [0] * (n - 1) + [1]):
-        j = secret.index(1)
-        body = [f"cx {xs[i]}, {ys[i]};" for i in range(n)] + [f"cx {xs[j]}, {ys[i]};" for i in range(n) if secret[i]]
-        text = f"gate {name} {', '.join(wires)} {{\n" + "".join(f"  {line}\n" for line in body) + "}\n"
-        if re.sub(r"\s", "", text) != re.sub(r"\s", "", oracle_text):
-            out.append({"oracle.inc": text})
-    return out
+    def bodies(wires):
+        n = len(wires) // 2
+        if n < 2 or len(wires) != 2 * n:
+            return []
+        xs, ys = wires[:n], wires[n:]
+        out = []
+        for secret in ([1] * n, [0] * (n - 1) + [1]):
+            j = secret.index(1)
+            out.append([f"cx {xs[i]}, {ys[i]};" for i in range(n)] + [f"cx {xs[j]}, {ys[i]};" for i in range(n) if secret[i]])
+        return out
+    return _gate_variants(oracle_text, bodies)
 
 
 def _qcb_registers(program) -> tuple[dict, dict]:
