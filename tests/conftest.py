@@ -19,7 +19,11 @@ def project_copy(tmp_path, monkeypatch):
     """A copy of the project's data and toolchains that a test may break; DSLBENCH_ROOT points at it."""
     root = tmp_path / "project"
     for sub in ("toolchains", "data", "notebooks"):
-        shutil.copytree(ROOT / sub, root / sub, ignore=shutil.ignore_patterns("node_modules", "__pycache__"))
+        shutil.copytree(ROOT / sub, root / sub, ignore=shutil.ignore_patterns("node_modules", "__pycache__", ".venv"))
+    # A side environment (cypher's FalkorDBLite, 115 MB) is linked, not copied: some 40 tests take a
+    # copy, and copying it filled a CI machine's disk with 5.7 GB per run.
+    for venv in (ROOT / "toolchains").glob("*/.venv"):
+        (root / "toolchains" / venv.parent.name / ".venv").symlink_to(venv)
     (root / "lib").symlink_to(ROOT / "lib")
     monkeypatch.setenv("DSLBENCH_ROOT", str(root))
     from dslbench import toolchains
