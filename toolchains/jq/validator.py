@@ -10,17 +10,41 @@ from dslbench.toolchains import Toolchain
 RUNNER = Path(__file__).with_name("run_jq.py")
 
 
-def canonical(value) -> str:
-    """One spelling per JSON value: key order and 1 vs 1.0 do not matter."""
+def canonical(value, keys: bool = True, order: bool = True) -> str:
+    """One spelling per JSON value: key order and 1 vs 1.0 do not matter.
+
+    keys=False is jqBench's keyless comparison: an object counts by its values alone, and then every
+    array ignores its order unless order=True."""
     def norm(v):
         if isinstance(v, float) and v.is_integer():
             return int(v)
         if isinstance(v, dict):
-            return {k: norm(x) for k, x in v.items()}
+            if keys:
+                return {k: norm(x) for k, x in v.items()}
+            return sorted((norm(x) for x in v.values()), key=_dump)
         if isinstance(v, list):
-            return [norm(x) for x in v]
+            items = [norm(x) for x in v]
+            return items if keys or order else sorted(items, key=_dump)
         return v
-    return json.dumps(norm(value), sort_keys=True, separators=(",", ":"))
+    return _dump(norm(value))
+
+
+def _dump(value) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"))
+
+
+def stream_match(want: list, got: list, keys: bool = True, order: bool = True, wrapping: bool = False) -> str | None:
+    """How one input's output stream `got` matches the reference's `want`: 'exact', or with wrapping
+    (jqBench's value match) 'wrapped' (the reference's outputs are `got` in one array) or 'unwrapped'
+    (the other way round); None when it does not."""
+    w, g = canonical(want, keys, order), canonical(got, keys, order)
+    if w == g:
+        return "exact"
+    if wrapping and w == canonical([got], keys, order):
+        return "wrapped"
+    if wrapping and canonical([want], keys, order) == g:
+        return "unwrapped"
+    return None
 
 
 def _libjq_version() -> str:
@@ -76,16 +100,25 @@ class Validator(Toolchain):
 
     def semantic(self, program, task, work):
         (work / "gold.jq").write_text(task.gold, encoding="utf-8")
+        references = ["gold.jq"]
+        for i, text in enumerate(task.oracle.get("references", []), start=1):
+            references.append(f"reference{i}.jq")
+            (work / references[-1]).write_text(text, encoding="utf-8")
         inputs = self._inputs(task)
-        result, report = self._run("run", work, [self.file_name, "gold.jq"], inputs)
+        result, report = self._run("run", work, [self.file_name, *references], inputs)
         if result.timed_out:
             return self.verdict("fail", f"timed out after {self.limits().timeout_s:.0f} s (non-terminating filter?)", result)
         if report is None:
             return self.verdict("error", f"jq runner failed (exit {result.returncode})", result)
-        gold = report["gold.jq"]
-        if not gold["compiled"] or not all(r["ok"] for r in gold["results"]):
-            return self.verdict("error", "the gold filter does not run on the oracle inputs", result, reason="gold_broken")
+        for name in references:
+            ref = report[name]
+            if not ref["compiled"] or not all(r["ok"] for r in ref["results"]):
+                what = "the gold filter" if name == "gold.jq" else f"reference {name[9:-3]}"
+                return self.verdict("error", f"{what} does not run on the oracle inputs", result, reason="gold_broken")
         cand = report[self.file_name]["results"]
+        if "references" in task.oracle or "wrapping" in task.oracle or "keys" in task.oracle:
+            return self._value_match(task, cand, [report[r]["results"] for r in references], result)
+        gold = report["gold.jq"]
         unordered = task.oracle.get("order") == "unordered"
         for i, (c, g) in enumerate(zip(cand, gold["results"])):
             if not c["ok"]:
@@ -97,6 +130,35 @@ class Validator(Toolchain):
                 return self.verdict("fail", f"input {i}: output {_short(got)} differs from the gold's{order}", result,
                                     expected=f"input {i}: expected {_short(want)}")
         return self.verdict("pass", f"outputs equal on {len(inputs)} input(s)", result)
+
+    def _value_match(self, task, cand, references, result):
+        """jqBench's rule (imported tasks): the candidate matches one reference filter in the same way
+        (exact, wrapped or unwrapped) on every input."""
+        for i, c in enumerate(cand):
+            if not c["ok"]:
+                return self.verdict("fail", f"input {i}: runtime error: {c['error'][:200]}", result)
+        o = task.oracle
+        keys, order, wrapping = o.get("keys") != "ignored", o.get("order") != "unordered", o.get("wrapping") == "lenient"
+        for r, ref in enumerate(references):
+            kinds = {stream_match(g["outputs"], c["outputs"], keys, order, wrapping) for c, g in zip(cand, ref)}
+            if len(kinds) == 1 and None not in kinds:
+                which = "the gold" if r == 0 else f"reference {r}"
+                return self.verdict("pass", f"outputs match {which} ({kinds.pop()}) on {len(cand)} input(s)", result)
+        for i, (c, g) in enumerate(zip(cand, references[0])):
+            if stream_match(g["outputs"], c["outputs"], keys, order, wrapping) is None:
+                got = [canonical(v, keys, order) for v in c["outputs"]]
+                want = [canonical(v, keys, order) for v in g["outputs"]]
+                others = f" or any of {len(references) - 1} other reference(s)" if len(references) > 1 else ""
+                return self.verdict("fail", f"input {i}: output {_short(got)} differs from the gold's{others}", result,
+                                    expected=f"input {i}: expected {_short(want)}")
+        return self.verdict("fail", "outputs match the gold on each input, but not in one way on all of them "
+                            "(exact on some, wrapped in an array on others)", result)
+
+
+    def import_upstream(self, source: Path):
+        """jqBench's data folder as published (jqStack.jsonl, jqStackEasy.jsonl, jqSpider.jsonl). See jqbench.py."""
+        from . import jqbench
+        return jqbench.load(Path(source))
 
 
 def _short(outputs: list[str]) -> str:
