@@ -157,7 +157,7 @@ def test_nfcore_loader_maps_fields_and_writes_strict_tasks(tmp_path):
     made = tc.import_upstream(FIX / "modules")
     got = made.tasks
     by_id = {t["id"]: t for t in got}
-    assert sorted(by_id) == ["nextflow-up-kraken2-classify", "nextflow-up-seqkit-stats"]
+    assert sorted(by_id) == ["nextflow-up-kraken2-classify", "nextflow-up-seqkit-stats", "nextflow-up-tallyseq-count"]
     assert [(s.record, s.reason) for s in made.skipped] == [("nf-core/twoprocs", "not_one_process")]
     k = by_id["nextflow-up-kraken2-classify"]
     spec = k["oracle"]["processes"]["KRAKEN2_CLASSIFY"]
@@ -165,8 +165,14 @@ def test_nfcore_loader_maps_fields_and_writes_strict_tasks(tmp_path):
     assert [o.get("emit") for o in spec["outputs"]] == ["report", "classified", "unclassified", "versions"]
     assert k["difficulty"] == "medium" and k["provenance"]["upstream_id"] == "nf-core/kraken2/classify"
     assert "taxonomic labels" in k["instruction"] and k["gold"].startswith("process KRAKEN2_CLASSIFY")
+    # the current nf-core style: a container interpolation over three lines, an eval output to a topic
+    tally = by_id["nextflow-up-tallyseq-count"]["oracle"]["processes"]["TALLYSEQ_COUNT"]
+    assert tally["inputs"] == ["tuple(val,path)", "val"]
+    assert [o["shape"] for o in tally["outputs"]] == ["tuple(val,path)", "tuple(val,path)", "tuple(val,val,eval)"]
+    assert [m["note"] for m in k["mutants"]] == ["emit report renamed", "last output declaration dropped",
+                                                 "first path input declared as val"]
     written = upstream.write_tasks("nextflow", got, tmp_path)
-    assert len(written) == 2
+    assert len(written) == 3
     task = load_task_file(written[0], tc.check_oracle)
     assert task.provenance["source"] == "upstream"
 
@@ -177,10 +183,18 @@ def test_nfcore_loader_skips_a_malformed_record_naming_it():
     assert re.search(r"nf-core/badmeta.*description", made.skipped[0].detail)
 
 
-def test_imported_gold_passes_its_derived_oracle(tasks, tmp_path):
-    got = toolchains.get("nextflow").import_upstream(FIX / "modules" / "nf-core" / "seqkit").tasks
+def test_a_subworkflow_is_skipped_as_one(tmp_path):
+    made = toolchains.get("nextflow").import_upstream(FIX / "subworkflows")
+    assert [(s.record, s.reason) for s in made.skipped] == [("nf-core/fastq_tally_all", "subworkflow")]
+
+
+@pytest.mark.parametrize("module", ["seqkit", "tallyseq"])
+def test_imported_gold_passes_its_derived_oracle_and_its_mutants_fail_it(tasks, tmp_path, module):
+    got = toolchains.get("nextflow").import_upstream(FIX / "modules" / "nf-core" / module).tasks
     task = load_task_file(upstream.write_tasks("nextflow", got, tmp_path)[0], toolchains.get("nextflow").check_oracle)
     out = pipeline.evaluate("nextflow", task, task.gold)
     assert out["syntax"]["status"] == "pass" and out["semantic"]["status"] == "pass", out
-    wrong = task.gold.replace('emit: stats', 'emit: tsv')
-    assert pipeline.evaluate("nextflow", task, wrong)["semantic"]["status"] == "fail"
+    assert len(task.mutants) == 3
+    for m in task.mutants:
+        got = pipeline.evaluate("nextflow", task, m.program)
+        assert (got["syntax"]["status"], got["semantic"]["status"]) == ("pass", "fail"), (m.note, got)

@@ -163,15 +163,18 @@ def test_parser_comparison_sysmlpy_vs_tree_sitter(tasks):
 
 
 def test_sysmbench_import(tasks, tmp_path):
+    """The published layout: dataset/sysml/dataset.json under the repository root, records of nl, design,
+    domain, grammar and diagram (samples/<NN>/design.png numbers the record)."""
     tc = toolchains.get(DSL)
-    made = tc.import_upstream(FIXTURES / "dataset.json")
+    made = tc.import_upstream(FIXTURES / "sysmbench")
     imported = made.tasks
-    assert [t["id"] for t in imported] == ["sysml-sysmbench-0000", "sysml-sysmbench-0001", "sysml-sysmbench-0003"]
-    assert [(s.record, s.reason) for s in made.skipped] == [("2", "gold_does_not_parse")]
-    assert "record 2 (label 'behavior'): reference design does not parse" in made.skipped[0].detail
+    assert [t["id"] for t in imported] == ["sysml-sysmbench-01", "sysml-sysmbench-02", "sysml-sysmbench-05"]
+    assert [(s.record, s.reason) for s in made.skipped] == [("03", "gold_does_not_parse")]
+    assert "SysMBench record 2 (03): reference design does not parse" in made.skipped[0].detail
     first = imported[0]
-    assert first["provenance"]["source"] == "upstream" and first["provenance"]["benchmark"] == "SysMBench"
-    assert first["provenance"]["upstream_id"] == "0" and first["title"] == "SysMBench structure"
+    assert first["provenance"] == {"source": "upstream", "benchmark": "SysMBench", "upstream_id": "01",
+                                   "domain": "Home Appliance", "grammar": "Part", "licence": "see the SysMBench release"}
+    assert first["title"] == "SysMBench 01: Part (Home Appliance)" and first["constructs"][0] == "Part"
     assert first["instruction"].startswith("Model a coffee machine")
     assert first["gold"].startswith("package CoffeeShop")
     paths = {e["path"]: e for e in first["oracle"]["elements"]}
@@ -179,16 +182,18 @@ def test_sysmbench_import(tasks, tmp_path):
                                                      "typed_by": "Grinder"}
     assert {"kind": "satisfy", "requirement": "brightReq", "by": "bulb1"} in imported[1]["oracle"]["relations"]
     assert {"kind": "connect", "ends": ["motor.drive", "belt.driven"]} in imported[2]["oracle"]["relations"]
-    assert imported[2]["provenance"]["label"] == "7"
+    # the dataset.json file itself, or its folder, import the same
+    assert [t["id"] for t in tc.import_upstream(FIXTURES / "sysmbench" / "dataset" / "sysml" / "dataset.json").tasks] == \
+        [t["id"] for t in imported]
     written = write_tasks(DSL, imported, tmp_path)
     assert len(written) == 3
     task = load_task_file(written[2], tc.check_oracle)
     syn, sem = judge(task, task.gold)
     assert syn["status"] == "pass" and sem["status"] == "pass", sem["diagnostics"]
     made = tc.import_upstream(FIXTURES / "malformed.json")      # a malformed record is skipped, naming it
-    assert [t["title"] for t in made.tasks] == ["SysMBench ok"]
+    assert [t["title"] for t in made.tasks] == ["SysMBench 01: Part (Test)"]
     assert [(s.record, s.reason) for s in made.skipped] == [("1", "malformed_record")]
-    assert "SysMBench record 1 (label 'broken'): field 'nl'" in made.skipped[0].detail
+    assert "SysMBench record 1 (02): field 'nl'" in made.skipped[0].detail
 
 
 def nested_specializations(depth: int) -> str:

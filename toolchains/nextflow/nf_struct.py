@@ -29,7 +29,8 @@ OPEN, CLOSE = "([{", ")]}"
 def mask(text: str) -> str:
     """Same length as text: comments blanked, string contents replaced by '_' (quotes kept).
 
-    Interpolations ${...} inside double-quoted strings are masked too: their braces never count.
+    Interpolations ${...} inside double-quoted strings are masked too: their braces never count, and
+    they may span lines (nf-core's `container "${ cond ? 'a' : 'b' }"` written over three lines).
     """
     out = list(text)
     i, n = 0, len(text)
@@ -50,19 +51,73 @@ def mask(text: str) -> str:
             i = j
         elif c in "'\"":
             q = text[i:i + 3] if text[i:i + 3] in ("'''", '"""') else c
-            j = i + len(q)
-            while j < n and not text.startswith(q, j):
-                if text[j] == "\\":
-                    j += 1
-                elif len(q) == 1 and text[j] == "\n":
-                    break
-                j += 1
-            end = min(j, n)
-            for k in range(i + len(q), end):
+            end = _string_end(text, i, q)
+            closed = text.startswith(q, end - len(q)) and end - len(q) > i
+            for k in range(i + len(q), end - len(q) if closed else end):
                 if out[k] != "\n":
                     out[k] = "_"
-            i = end + (len(q) if end < n and text.startswith(q, end) else 0)
+            i = end
         else:
+            i += 1
+    return "".join(out)
+
+
+def _string_end(text: str, i: int, q: str) -> int:
+    """Index just past the string literal opening with quote `q` at i (a one-line string that is not
+    closed stops at the end of its line)."""
+    j, n = i + len(q), len(text)
+    while j < n:
+        if text.startswith(q, j):
+            return j + len(q)
+        if text[j] == "\\":
+            j += 2
+            continue
+        if q[0] == '"' and text.startswith("${", j):
+            j = _interpolation_end(text, j + 2)
+            continue
+        if len(q) == 1 and text[j] == "\n":
+            return j
+        j += 1
+    return n
+
+
+def _interpolation_end(text: str, j: int) -> int:
+    """Index just past the `}` closing the interpolation whose body starts at j (strings inside skipped)."""
+    depth, n = 1, len(text)
+    while j < n:
+        c = text[j]
+        if c in "'\"":
+            j = _string_end(text, j, text[j:j + 3] if text[j:j + 3] in ("'''", '"""') else c)
+            continue
+        depth += {"{": 1, "}": -1}.get(c, 0)
+        j += 1
+        if depth == 0:
+            return j
+    return n
+
+
+def one_line_interpolations(text: str) -> str:
+    """Text for the Groovy 2.4 parser: a one-line double-quoted string whose ${...} spans lines (Groovy 3,
+    and so Nextflow, accepts it; 2.4 stops at the line end) is joined onto one line, and the newlines
+    are put back after its closing quote so that every later line keeps its number."""
+    out, i, n = [], 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i) or text.startswith("/*", i):
+            j = text.find("\n" if text[i + 1] == "/" else "*/", i + 2)
+            j = n if j < 0 else j + (0 if text[i + 1] == "/" else 2)
+            out.append(text[i:j])
+            i = j
+        elif c in "'\"":
+            q = text[i:i + 3] if text[i:i + 3] in ("'''", '"""') else c
+            end = _string_end(text, i, q)
+            literal = text[i:end]
+            if q == '"' and "\n" in literal:
+                literal = literal.replace("\n", " ") + "\n" * literal.count("\n")
+            out.append(literal)
+            i = end
+        else:
+            out.append(c)
             i += 1
     return "".join(out)
 

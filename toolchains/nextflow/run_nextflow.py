@@ -43,6 +43,12 @@ def groovy_parse(program):
     # on every run (no network in the sandbox) instead of with a temp-file name in the message.
     env = dict(os.environ, JAVA_HOME=os.environ.get("JAVA_HOME", JAVA_HOME),
                JAVA_OPTS=f"-Duser.home={os.getcwd()} {JAVA_OPTS}")
+    text = Path(program).read_text(encoding="utf-8")
+    joined = nf_struct.one_line_interpolations(text)
+    if joined != text:   # Groovy 3 syntax that 2.4 lacks (see nf_struct.one_line_interpolations)
+        Path("groovy24").mkdir(exist_ok=True)
+        program = os.path.join("groovy24", os.path.basename(program))
+        Path(program).write_text(joined, encoding="utf-8")
     r = subprocess.run(["groovy", "parse_nf.groovy", program], capture_output=True, text=True, env=env)
     for line in r.stdout.splitlines():
         if line.startswith("{"):

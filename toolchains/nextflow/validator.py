@@ -146,6 +146,8 @@ class Validator(Toolchain):
             raise ValueError(f"upstream record {rec}: main.nf is missing next to meta.yml")
         gold = main.read_text(encoding="utf-8")
         model = nf_struct.parse(gold)
+        if not model["processes"] and model["workflows"] and not model["errors"]:
+            return Skip(rec, "subworkflow", f"workflow {', '.join(model['workflows'])} and no process: a subworkflow, not a module")
         if len(model["processes"]) != 1 or model["errors"]:
             why = model["errors"][0] if model["errors"] else f"{len(model['processes'])} processes (expected 1)"
             return Skip(rec, "not_one_process", why)
@@ -176,7 +178,36 @@ class Validator(Toolchain):
             "oracle": {"processes": {pname: spec}},
             "provenance": {"source": "upstream", "benchmark": "nf-core/modules", "upstream_id": rec,
                            "licence": "MIT"},
-            "split": "test", "mutants": []}
+            "split": "test", "mutants": _module_mutants(gold)}
+
+
+def _module_mutants(gold: str) -> list[dict]:
+    """Semantic slips of an nf-core module that its structural oracle must catch: an emit renamed, the
+    last output declaration dropped, the first path input declared as a value."""
+    from dslbench.upstream import one_mutant_per_kind
+    outputs = re.search(r"(?m)^\s*output:\s*$", gold)
+    inputs = re.search(r"(?m)^\s*input:\s*$", gold)
+
+    def renamed():
+        m = re.search(r"emit:\s*(\w+)", gold[outputs.end():]) if outputs else None
+        if m:
+            at = outputs.end() + m.start(1)
+            yield f"emit {m.group(1)} renamed", gold[:at] + m.group(1) + "_out" + gold[at + len(m.group(1)):]
+
+    def dropped():
+        lines = gold.splitlines(keepends=True)
+        emits = [i for i, line in enumerate(lines) if re.search(r"\bemit:\s*\w+", line)]
+        if len(emits) >= 2:
+            yield "last output declaration dropped", "".join(lines[:emits[-1]] + lines[emits[-1] + 1:])
+
+    def as_value():
+        end = outputs.start() if outputs and inputs and outputs.start() > inputs.end() else len(gold)
+        m = re.search(r"\bpath\s*\(", gold[inputs.end():end]) if inputs else None
+        if m:
+            at = inputs.end() + m.start()
+            yield "first path input declared as val", gold[:at] + "val(" + gold[at + len(m.group(0)):]
+
+    return one_mutant_per_kind(gold, [renamed(), dropped(), as_value()])
 
 def _documented(node) -> list[str]:
     """'name (type): description' of every documented channel element in an nf-core meta.yml section

@@ -1,5 +1,10 @@
-"""SysML v2: the SysMBench importer (dataset.json: [{nl, design, label}]). The reference design becomes
-the gold and the oracle is derived from its parse (our runner's report).
+"""SysML v2: the SysMBench importer. The reference design becomes the gold and the oracle is derived
+from its parse (our runner's report).
+
+Layout, as the SysMBench (DesignBench) repository publishes it: dataset/sysml/dataset.json, a JSON list
+of {nl, design, domain, grammar, diagram}: the requirement text, the reference model, the application
+domain ("Vehicle Traffic"), the SysML v2 language area it exercises ("Attribute", "Expression") and the
+path of the rendered diagram, dataset/sysml/samples/<NN>/design.png, whose folder NN numbers the record.
 """
 from __future__ import annotations
 
@@ -17,7 +22,11 @@ UPSTREAM_KINDS_KEPT = {"part", "port", "attribute", "item", "action", "state", "
 
 
 def _upstream_records(source: Path) -> list:
-    path = source / "dataset.json" if source.is_dir() else source
+    path = source
+    if source.is_dir():   # the repository root, dataset/sysml/ or the folder holding dataset.json
+        found = [f for f in (source / "dataset" / "sysml" / "dataset.json", source / "sysml" / "dataset.json",
+                             source / "dataset.json") if f.is_file()]
+        path = found[0] if found else source / "dataset" / "sysml" / "dataset.json"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as e:
@@ -27,15 +36,25 @@ def _upstream_records(source: Path) -> list:
     return data
 
 
+def _where(i: int, rec) -> str:
+    return f"SysMBench record {i}" + (f" ({_sample(i, rec)})" if isinstance(rec, dict) else "")
+
+
+def _sample(i: int, rec: dict) -> str:
+    """The record's own number: its samples/<NN>/ folder (from `diagram`), else its 1-based position."""
+    parts = Path(str(rec.get("diagram") or "")).parts
+    return parts[-2] if len(parts) >= 2 and parts[-3:-2] == ("samples",) else f"{i + 1:02d}"
+
+
 def _check_record(i: int, rec) -> dict:
-    where = f"SysMBench record {i}" + (f" (label {rec.get('label')!r})" if isinstance(rec, dict) else "")
     if not isinstance(rec, dict):
-        raise ValueError(f"{where}: expected an object with nl, design, label")
+        raise ValueError(f"{_where(i, rec)}: expected an object with nl, design, domain, grammar")
     for key in ("nl", "design"):
         if not isinstance(rec.get(key), str) or not rec[key].strip():
-            raise ValueError(f"{where}: field '{key}' must be a non-empty string")
-    if not isinstance(rec.get("label"), (str, int)) or not str(rec["label"]).strip():
-        raise ValueError(f"{where}: field 'label' must be a non-empty string or number")
+            raise ValueError(f"{_where(i, rec)}: field '{key}' must be a non-empty string")
+    for key in ("domain", "grammar"):
+        if rec.get(key) is not None and not isinstance(rec[key], str):
+            raise ValueError(f"{_where(i, rec)}: field '{key}' must be a string")
     return rec
 
 
@@ -97,23 +116,25 @@ def _to_task(tc, i: int, rec: dict):
         result, report = tc._parse(work)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    uid = str(rec.get("id", i))
+    uid = _sample(i, rec)
     if report is None or not report["ok"]:
         why = report["errors"][0] if report else f"runner exit {result.returncode}"
-        return Skip(uid, "gold_does_not_parse", f"record {i} (label {rec['label']!r}): reference design does not "
-                                                f"parse: {why}")
+        return Skip(uid, "gold_does_not_parse", f"{_where(i, rec)}: reference design does not parse: {why}")
     oracle = oracle_from_report(report)
     if not oracle["elements"] and not oracle["relations"]:
-        return Skip(uid, "nothing_to_check", f"record {i} (label {rec['label']!r}): no named elements to check")
+        return Skip(uid, "nothing_to_check", f"{_where(i, rec)}: no named elements to check")
     n = len(oracle["elements"]) + len(oracle["relations"])
     kinds = sorted({e["kind"] for e in oracle["elements"]} | {r["kind"] for r in oracle["relations"]})
+    grammar, domain = (rec.get("grammar") or "").strip(), (rec.get("domain") or "").strip()
     return {
-        "id": f"sysml-sysmbench-{i:04d}", "dsl": "sysml", "domain": "Model-Driven Engineering",
-        "title": f"SysMBench {rec['label']}", "difficulty": "easy" if n < 8 else "medium" if n < 20 else "hard",
-        "constructs": kinds, "failure_modes": [],
+        "id": f"sysml-sysmbench-{uid}", "dsl": "sysml", "domain": "Model-Driven Engineering",
+        "title": f"SysMBench {uid}: {grammar or 'model'}" + (f" ({domain})" if domain else ""),
+        "difficulty": "easy" if n < 8 else "medium" if n < 20 else "hard",
+        "constructs": ([grammar] if grammar else []) + kinds, "failure_modes": [],
         "instruction": rec["nl"].strip() + "\n\nWrite the model in SysML v2 textual notation. Use exactly the "
                        "package and element names of the reference design (they are checked).",
         "context": {}, "gold": rec["design"], "oracle": oracle,
         "provenance": {"source": "upstream", "benchmark": "SysMBench", "upstream_id": uid,
-                       "label": str(rec["label"]), "licence": "see the SysMBench release"},
+                       **({"domain": domain} if domain else {}), **({"grammar": grammar} if grammar else {}),
+                       "licence": "see the SysMBench release"},
         "split": "test", "mutants": []}

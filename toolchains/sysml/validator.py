@@ -155,7 +155,7 @@ class Validator(Toolchain):
 
     # --- upstream: SysMBench ------------------------------------------------------------------
     def import_upstream(self, source: Path):
-        """SysMBench (dataset.json: [{nl, design, label}]) -> Imported. The reference design becomes the
-        gold and the oracle is derived from it; see sysmbench.py."""
+        """SysMBench (dataset/sysml/dataset.json: [{nl, design, domain, grammar, diagram}]) -> Imported.
+        The reference design becomes the gold and the oracle is derived from it; see sysmbench.py."""
         from . import sysmbench
         return sysmbench.load(self, Path(source))
