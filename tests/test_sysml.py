@@ -168,7 +168,10 @@ def test_sysmbench_import(tasks, tmp_path):
     tc = toolchains.get(DSL)
     made = tc.import_upstream(FIXTURES / "sysmbench")
     imported = made.tasks
-    assert [t["id"] for t in imported] == ["sysml-sysmbench-01", "sysml-sysmbench-02", "sysml-sysmbench-05"]
+    assert [t["id"] for t in imported] == ["sysml-sysmbench-01", "sysml-sysmbench-02", "sysml-sysmbench-05",
+                                           "sysml-sysmbench-07"]
+    # `satisfy brightReq;` inside a part names no `by`: kept as a task, without that relation
+    assert imported[3]["oracle"]["relations"] == []
     assert [(s.record, s.reason) for s in made.skipped] == [("03", "gold_does_not_parse")]
     assert "SysMBench record 2 (03): reference design does not parse" in made.skipped[0].detail
     first = imported[0]
@@ -186,7 +189,7 @@ def test_sysmbench_import(tasks, tmp_path):
     assert [t["id"] for t in tc.import_upstream(FIXTURES / "sysmbench" / "dataset" / "sysml" / "dataset.json").tasks] == \
         [t["id"] for t in imported]
     written = write_tasks(DSL, imported, tmp_path)
-    assert len(written) == 3
+    assert len(written) == 4
     task = load_task_file(written[2], tc.check_oracle)
     syn, sem = judge(task, task.gold)
     assert syn["status"] == "pass" and sem["status"] == "pass", sem["diagnostics"]

@@ -81,6 +81,8 @@ def oracle_from_report(report: dict, max_elements: int = 40) -> dict:
     for r in report["relations"]:
         k = r["kind"]
         spec = None
+        if k == "satisfy" and not r.get("by"):
+            continue   # `satisfy R;` with no `by`: the oracle can only check a satisfy by what satisfies it
         if k in ("satisfy", "verify") and r.get("requirement"):
             spec = {"kind": k, "requirement": _seg(r["requirement"])}
             if r.get("by"):
