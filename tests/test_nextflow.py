@@ -49,6 +49,16 @@ def test_mask_hides_comments_and_strings():
     assert "{" not in m and "}" not in m and "process" not in m and "workflow" not in m
 
 
+def test_an_interpolation_may_span_lines_and_hostile_nesting_does_not_crash():
+    text = 'container "${ a\n ? \'x}\' : \'y{\' }"\nprocess P {}\n'
+    m = nf.mask(text)
+    assert m.count("\n") == 3 and "{" not in m.split("\n")[0] + m.split("\n")[1] and "process P {}" in m
+    joined = nf.one_line_interpolations(text)
+    assert joined.splitlines()[0] == 'container "${ a  ? \'x}\' : \'y{\' }"' and joined.count("\n") == text.count("\n")
+    deep = 'process A { script: "' + '${"' * 5000 + '" }'
+    assert len(nf.mask(deep)) == len(deep) and len(nf.one_line_interpolations(deep)) == len(deep)
+
+
 def test_statements_join_method_chains_and_pipes():
     body = "a = Channel.of(1)\n    .map { it }\n    .collect()\nb = a\n    | view\nc = x || y\nd = 1\n"
     parts = [s[0].strip() for s in nf.statements(body, nf.mask(body))]

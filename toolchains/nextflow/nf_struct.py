@@ -62,7 +62,10 @@ def mask(text: str) -> str:
     return "".join(out)
 
 
-def _string_end(text: str, i: int, q: str) -> int:
+MAX_NESTING = 64   # strings inside interpolations inside strings...: deeper than this is read as text
+
+
+def _string_end(text: str, i: int, q: str, depth: int = 0) -> int:
     """Index just past the string literal opening with quote `q` at i (a one-line string that is not
     closed stops at the end of its line)."""
     j, n = i + len(q), len(text)
@@ -72,8 +75,8 @@ def _string_end(text: str, i: int, q: str) -> int:
         if text[j] == "\\":
             j += 2
             continue
-        if q[0] == '"' and text.startswith("${", j):
-            j = _interpolation_end(text, j + 2)
+        if q[0] == '"' and text.startswith("${", j) and depth < MAX_NESTING:
+            j = _interpolation_end(text, j + 2, depth + 1)
             continue
         if len(q) == 1 and text[j] == "\n":
             return j
@@ -81,13 +84,13 @@ def _string_end(text: str, i: int, q: str) -> int:
     return n
 
 
-def _interpolation_end(text: str, j: int) -> int:
+def _interpolation_end(text: str, j: int, nesting: int = 0) -> int:
     """Index just past the `}` closing the interpolation whose body starts at j (strings inside skipped)."""
     depth, n = 1, len(text)
     while j < n:
         c = text[j]
         if c in "'\"":
-            j = _string_end(text, j, text[j:j + 3] if text[j:j + 3] in ("'''", '"""') else c)
+            j = _string_end(text, j, text[j:j + 3] if text[j:j + 3] in ("'''", '"""') else c, nesting)
             continue
         depth += {"{": 1, "}": -1}.get(c, 0)
         j += 1
