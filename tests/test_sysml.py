@@ -172,7 +172,8 @@ def test_sysmbench_import(tasks, tmp_path):
                                            "sysml-sysmbench-07"]
     # `satisfy brightReq;` inside a part names no `by`: kept as a task, without that relation
     assert imported[3]["oracle"]["relations"] == []
-    assert [(s.record, s.reason) for s in made.skipped] == [("03", "gold_does_not_parse")]
+    assert [(s.record, s.reason) for s in made.skipped] == [("03", "gold_does_not_parse"), ("08", "gold_does_not_resolve")]
+    assert "'Real'" in made.skipped[1].detail and "import" in made.skipped[1].detail   # no `import ScalarValues::*`
     assert "SysMBench record 2 (03): reference design does not parse" in made.skipped[0].detail
     first = imported[0]
     assert first["provenance"] == {"source": "upstream", "benchmark": "SysMBench", "upstream_id": "01",
@@ -190,9 +191,14 @@ def test_sysmbench_import(tasks, tmp_path):
         [t["id"] for t in imported]
     written = write_tasks(DSL, imported, tmp_path)
     assert len(written) == 4
-    task = load_task_file(written[2], tc.check_oracle)
-    syn, sem = judge(task, task.gold)
-    assert syn["status"] == "pass" and sem["status"] == "pass", sem["diagnostics"]
+    for path in written:
+        task = load_task_file(path, tc.check_oracle)
+        syn, sem = judge(task, task.gold)
+        assert syn["status"] == "pass" and sem["status"] == "pass", sem["diagnostics"]
+        assert len(task.mutants) >= 2
+        for m in task.mutants:        # a definition renamed, a usage retyped, a relation dropped
+            syn, sem = judge(task, m.program)
+            assert (syn["status"], sem["status"]) == ("pass", "fail"), (task.id, m.note)
     made = tc.import_upstream(FIXTURES / "malformed.json")      # a malformed record is skipped, naming it
     assert [t["title"] for t in made.tasks] == ["SysMBench 01: Part (Test)"]
     assert [(s.record, s.reason) for s in made.skipped] == [("1", "malformed_record")]
@@ -256,3 +262,18 @@ def test_target_transition_takes_the_previous_state_as_source(tasks):
                             "        state ventilating;\n",
                             "        state standby;\n        state ventilating;\n        accept StartCmd then ventilating;\n")
     assert judge(t, wrong)[1]["status"] == "fail"
+
+
+def test_quoted_names_with_spaces_resolve_as_types_and_references(tasks):
+    """SysMBench references type usages by quoted names ('Systems Engineer'); the resolver once dropped
+    the space inside the quotes and reported the definition as undefined."""
+    import dataclasses
+    task = dataclasses.replace(next(iter(tasks.values())),
+                               oracle={"elements": [{"path": "P::Field Crew", "kind": "part"}], "relations": []})
+    good = ("package P {\n    part def 'Systems Engineer';\n    action def 'Provide Power';\n"
+            "    part 'Field Crew' : 'Systems Engineer' {\n        perform action pp : 'Provide Power';\n    }\n"
+            "    part lead : P::'Systems Engineer';\n}\n")
+    syn, sem = judge(task, good)
+    assert (syn["status"], sem["status"]) == ("pass", "pass"), sem["diagnostics"]
+    syn, sem = judge(task, good.replace("part lead : P::'Systems Engineer'", "part lead : P::'Systems  Engineer'"))
+    assert sem["status"] == "fail" and "Systems  Engineer" in sem["diagnostics"]

@@ -4,7 +4,7 @@ wrong kinds of typing, dangling relations, port consistency) and the differences
 """
 from __future__ import annotations
 
-from .model import Model, _seg
+from .model import Model, _compact, _seg, _split
 
 # usage kind -> definition kinds it may be typed by (SysML v2 spec, 8.3: PartUsage by PartDefinition, ...)
 TYPING = {"part": {"part"}, "item": {"item", "part"}, "port": {"port"}, "attribute": {"attribute", "enum"},
@@ -99,7 +99,7 @@ def dependency_diagnostics(m: Model) -> list[str]:
                 continue
             target, at = m.resolve_chain(ref, scope)
             if target is None:
-                if at != ref.replace(" ", "").split(".")[0]:
+                if at != _split(_compact(ref), ".")[0]:
                     prev = at.rsplit(".", 1)[0]
                     out.append(f"line {r['line']}: {r['kind']} {role} '{ref}': '{prev}' has no feature "
                                f"'{at.rsplit('.', 1)[1]}'")

@@ -52,9 +52,31 @@ def library_names(imported: list[str]) -> set[str]:
 
 
 
+def _compact(ref: str) -> str:
+    """The reference without whitespace, except inside a quoted name ('Systems Engineer')."""
+    parts = re.split(r"('[^']*')", ref)
+    return "".join(p if i % 2 else re.sub(r"\s+", "", p) for i, p in enumerate(parts))
+
+
+def _split(ref: str, sep: str) -> list[str]:
+    """ref split at `sep` ('.' or '::') outside quoted names."""
+    out, cur, i = [], "", 0
+    while i < len(ref):
+        if ref[i] == "'":
+            j = ref.find("'", i + 1)
+            j = len(ref) if j < 0 else j + 1
+            cur, i = cur + ref[i:j], j
+        elif ref.startswith(sep, i):
+            out.append(cur)
+            cur, i = "", i + len(sep)
+        else:
+            cur, i = cur + ref[i], i + 1
+    return out + [cur]
+
+
 def _seg(ref: str) -> str:
     """Drop qualification in each dotted segment: 'P::a.b' -> 'a.b'."""
-    return ".".join(s.split("::")[-1].strip("'") for s in ref.replace(" ", "").split("."))
+    return ".".join(_split(s, "::")[-1].strip("'") for s in _split(_compact(ref), "."))
 
 
 
@@ -163,7 +185,7 @@ class Model:
         return None
 
     def resolve_qualified(self, ref, scope):
-        parts = [p.strip("'") for p in ref.replace(" ", "").lstrip("~").split("::")]
+        parts = [p.strip("'") for p in _split(_compact(ref).lstrip("~"), "::")]
         if parts[0] in self.lib_packages:
             return "library"
         target = self.resolve_name(parts[0], scope)
@@ -176,13 +198,13 @@ class Model:
 
     def resolve_chain(self, ref, scope):
         """'a.b.c' (each part possibly qualified): returns (element|'library'|None, the failing prefix)."""
-        segs = ref.replace(" ", "").split(".")
+        segs = _split(_compact(ref), ".")
         target = self.resolve_qualified(segs[0], scope)
         done = segs[0]
         for s in segs[1:]:
             if target is None or target == "library":
                 return target, done
-            found = self.named(self.features(target), s.split("::")[-1])
+            found = self.named(self.features(target), _split(s, "::")[-1].strip("'"))
             if not found:
                 return None, f"{done}.{s}"
             target = found[0]

@@ -9,12 +9,14 @@ path of the rendered diagram, dataset/sysml/samples/<NN>/design.png, whose folde
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
 from dslbench.upstream import Imported, Skip, convert_each
 
-from .model import _seg
+from .diagnostics import dependency_diagnostics
+from .model import Model, _seg
 
 UPSTREAM_KINDS_KEPT = {"part", "port", "attribute", "item", "action", "state", "requirement", "interface",
                        "enum", "constraint", "subject", "end", "perform", "exhibit", "verification", "connection",
@@ -103,7 +105,8 @@ def oracle_from_report(report: dict, max_elements: int = 40) -> dict:
 def load(tc, source: Path) -> Imported:
     """SysMBench records as tasks, each reference design parsed by `tc` (the Validator) in the sandbox.
     A malformed record is skipped (`malformed_record`), and so is one whose design does not parse
-    (`gold_does_not_parse`) or has no named element or relation to check (`nothing_to_check`)."""
+    (`gold_does_not_parse`), does not resolve its names (`gold_does_not_resolve`: the semantic level's
+    own checks) or has no named element or relation to check (`nothing_to_check`)."""
     records = _upstream_records(Path(source))
     return convert_each(((str(i), rec) for i, rec in enumerate(records)),
                         lambda i, rec: _to_task(tc, int(i), _check_record(int(i), rec)),
@@ -122,6 +125,12 @@ def _to_task(tc, i: int, rec: dict):
     if report is None or not report["ok"]:
         why = report["errors"][0] if report else f"runner exit {result.returncode}"
         return Skip(uid, "gold_does_not_parse", f"{_where(i, rec)}: reference design does not parse: {why}")
+    # The semantic level first resolves every name (library imports, redefinitions, typing): a reference
+    # design that fails that is an upstream error the task could never be passed on.
+    problems = dependency_diagnostics(Model(report))
+    if problems:
+        more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+        return Skip(uid, "gold_does_not_resolve", f"{_where(i, rec)}: {problems[0][:200]}{more}")
     oracle = oracle_from_report(report)
     if not oracle["elements"] and not oracle["relations"]:
         return Skip(uid, "nothing_to_check", f"{_where(i, rec)}: no named elements to check")
@@ -139,4 +148,50 @@ def _to_task(tc, i: int, rec: dict):
         "provenance": {"source": "upstream", "benchmark": "SysMBench", "upstream_id": uid,
                        **({"domain": domain} if domain else {}), **({"grammar": grammar} if grammar else {}),
                        "licence": "see the SysMBench release"},
-        "split": "test", "mutants": []}
+        "split": "test", "mutants": mutants(rec["design"], oracle)}
+
+
+def mutants(gold: str, oracle: dict) -> list[dict]:
+    """Semantic slips of a reference design that its derived oracle must catch: a definition renamed
+    throughout (the model stays consistent), a usage typed by another definition, a multiplicity
+    changed, a relation dropped."""
+    from dslbench.upstream import one_mutant_per_kind
+    elements = oracle["elements"]
+    defs = [e["path"].split("::")[-1] for e in elements if e["kind"].endswith(" def")]
+
+    def word(name: str) -> str:
+        return (r"(?<![\w'])" + re.escape(name) + r"(?![\w'])") if re.fullmatch(r"\w+", name) else re.escape(f"'{name}'")
+
+    def renamed():
+        for name in reversed(defs):
+            new = re.sub(word(name), f"{name}Alt" if re.fullmatch(r"\w+", name) else f"'{name} Alt'", gold)
+            yield f"definition {name} renamed throughout", new
+
+    def retyped():
+        for e in elements:
+            t, usage = e.get("typed_by"), e["path"].split("::")[-1]
+            others = [d for d in defs if d != t]
+            if t and others and re.fullmatch(r"\w+", usage):
+                m = re.search(word(usage) + r"\s*:\s*" + word(t), gold)
+                if m:
+                    other = others[0] if re.fullmatch(r"\w+", others[0]) else f"'{others[0]}'"
+                    yield f"{usage} typed by {others[0]} instead of {t}", gold[:m.start()] + f"{usage} : {other}" + gold[m.end():]
+
+    def multiplicity():
+        m = re.search(r"\[(\d+)(\.\.(\d+|\*))?\]", gold)
+        if m and any("multiplicity" in e for e in elements):
+            upper = m.group(3)
+            changed = f"[{m.group(1)}..{int(upper) + 1}]" if upper and upper.isdigit() else f"[{int(m.group(1)) + 1}]" \
+                if not m.group(2) else f"[{int(m.group(1)) + 1}..{upper}]"
+            yield f"multiplicity {m.group(0)} -> {changed}", gold[:m.start()] + changed + gold[m.end():]
+
+    def dropped():
+        if oracle["relations"]:
+            lines = gold.splitlines(keepends=True)
+            for k, line in enumerate(lines):
+                if re.match(r"\s*(satisfy|verify|connect|interface|flow|succession|first|then|transition)\b", line) \
+                        and line.rstrip().endswith(";"):
+                    yield f"relation dropped: {line.strip()[:60]}", "".join(lines[:k] + lines[k + 1:])
+                    return
+
+    return one_mutant_per_kind(gold, [renamed(), retyped(), multiplicity(), dropped()])
