@@ -277,3 +277,16 @@ def test_quoted_names_with_spaces_resolve_as_types_and_references(tasks):
     assert (syn["status"], sem["status"]) == ("pass", "pass"), sem["diagnostics"]
     syn, sem = judge(task, good.replace("part lead : P::'Systems Engineer'", "part lead : P::'Systems  Engineer'"))
     assert sem["status"] == "fail" and "Systems  Engineer" in sem["diagnostics"]
+
+
+def test_individual_and_part_definitions_may_specialize_more_general_kinds(tasks):
+    """`individual def TestSystem :> MassVerificationSystem` (a part def) is how the SysML v2 release's own
+    verification example writes it, and every part is an item; a part def still cannot specialize a
+    requirement def."""
+    import dataclasses
+    task = dataclasses.replace(next(iter(tasks.values())), oracle={"elements": [{"path": "P", "kind": "package"}],
+                                                                   "relations": []})
+    ok = "package P { part def Rig; individual def TestRig :> Rig; item def Load; part def Crate :> Load; }"
+    assert judge(task, ok)[1]["status"] == "pass"
+    syn, sem = judge(task, "package P { requirement def R; part def Crate :> R; }")
+    assert sem["status"] == "fail" and "must specialize a part or item or occurrence def" in sem["diagnostics"]

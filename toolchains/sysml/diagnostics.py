@@ -31,6 +31,12 @@ def _label(e) -> str:
     return f"{e['kind']}{' def' if e['def'] else ''} '{e['name'] or '<anonymous>'}'"
 
 
+# A definition may specialize one of its own kind or of a kind it is a kind of (SysML v2: every part is
+# an item, every item an occurrence); item, occurrence and individual definitions are not checked (the
+# SysML v2 release's own examples write `individual def TestSystem :> MassVerificationSystem`, a part def).
+SPECIALIZABLE = {"part": {"part", "item", "occurrence"}}
+
+
 def dependency_diagnostics(m: Model) -> list[str]:
     """Language-level problems: unresolved names, wrong kinds of typing, dangling relations."""
     out = []
@@ -58,10 +64,12 @@ def dependency_diagnostics(m: Model) -> list[str]:
             target = m.resolve_qualified(ref, scope)
             if target is None:
                 out.append(f"line {e['line']}: {_label(e)} specializes undefined '{ref}'")
-            elif isinstance(target, dict) and (not target["def"] or target["kind"] != e["kind"]) \
-                    and e["kind"] not in ("item", "occurrence"):
+            elif isinstance(target, dict) and (not target["def"] or target["kind"] not in SPECIALIZABLE.get(e["kind"], {e["kind"]})) \
+                    and e["kind"] not in ("item", "occurrence", "individual"):
+                kinds = " or ".join(sorted(SPECIALIZABLE.get(e["kind"], {e["kind"]}), key=["part", "item", "occurrence"].index)
+                                    if e["kind"] in SPECIALIZABLE else [e["kind"]])
                 out.append(f"line {e['line']}: {_label(e)} specializes {_label(target)}; a {e['kind']} def "
-                           f"must specialize a {e['kind']} def")
+                           f"must specialize a {kinds} def")
         for ref in e["subsets"]:
             target, at = m.resolve_chain(ref, scope)
             if target is None:
