@@ -31,7 +31,7 @@ from pathlib import Path
 
 from dslbench.upstream import Imported, NotThisBenchmark, Skip, convert_each, one_mutant_per_kind
 
-from .validator import RUNNER, stream_match
+from .validator import RUNNER, value_match
 
 BENCHMARK = "jqBench"
 LICENCE = "see the jqBench dataset card (PidgeyUsedGust/jqBench)"
@@ -199,11 +199,11 @@ def constructs(gold: str, categories: list) -> list[str]:
     return [str(c) for c in categories if c] + found or ["path"]
 
 
-def screen(gold: str, references: list[str], mutants: list[dict], inputs: list, settings: dict) -> tuple[str | None, list[dict]]:
+def screen(gold: str, references: list[str], mutants: list[dict], oracle: dict) -> tuple[str | None, list[dict]]:
     """Run the gold, the references and candidate mutants on the inputs, outside any sandbox (they are the
     upstream's filters and our edits of them, not model output) in one process with a time limit.
     Returns (why the record cannot be scored, or None; the mutants that compile and fail the oracle)."""
-    keys, order = settings.get("keys", True), settings.get("order", False)
+    inputs, keys, order = oracle["inputs"], oracle["keys"] != "ignored", oracle["order"] != "unordered"
     with tempfile.TemporaryDirectory(prefix="jqbench-") as tmp:
         work = Path(tmp)
         names = [f"ref{i}.jq" for i in range(1 + len(references))] + [f"mut{i}.jq" for i in range(len(mutants))]
@@ -215,7 +215,7 @@ def screen(gold: str, references: list[str], mutants: list[dict], inputs: list, 
                                   capture_output=True, text=True, timeout=SCREEN_TIMEOUT_S)
         except subprocess.TimeoutExpired:
             if mutants:   # a mutant that loops (a flipped loop condition) costs the mutants, not the task
-                return screen(gold, references, [], inputs, settings)
+                return screen(gold, references, [], oracle)
             return f"the gold and its references did not finish in {SCREEN_TIMEOUT_S} s", []
         if done.returncode != 0:
             return f"jq runner failed: {done.stderr.strip()[-200:]}", []
@@ -236,11 +236,15 @@ def screen(gold: str, references: list[str], mutants: list[dict], inputs: list, 
         if any(not x["ok"] for x in r["results"]):
             kept.append(m)     # fails with a runtime error where every reference runs
             continue
-        passes = any(len(kinds := {stream_match(g["outputs"], c["outputs"], keys, order, True)
-                                   for c, g in zip(r["results"], ref)}) == 1 and None not in kinds for ref in refs)
-        if not passes:
+        if value_match(r["results"], refs, keys, order, wrapping=True) is None:
             kept.append(m)
     return None, kept
+
+
+def _record_name(task: dict) -> str:
+    """`<dataset>:<identifier>`, as skips name records (provenance.benchmark is "jqBench (<dataset>)")."""
+    dataset = task["provenance"]["benchmark"].removeprefix(f"{BENCHMARK} (").removesuffix(")")
+    return f"{dataset}:{task['provenance']['upstream_id']}"
 
 
 def _identifier(value) -> str:
@@ -329,19 +333,18 @@ def load(source: Path, progress: bool = True, workers: int = 2) -> Imported:
         }
         if not context:
             del task["context"]
-        return task, {"keys": keys, "order": settings.get("order", False)}, where
+        return task
 
-    prepared = convert_each(records, lambda rid, raw: _wrap(prepare(rid, raw)), progress=False)
+    prepared = convert_each(records, prepare, progress=False)
     # The screening runs filters (one process per record): in parallel, with progress.
-    jobs = [t for t in prepared.tasks]
     skipped = list(prepared.skipped)
 
     def finish(task: dict):
-        settings, where = task.pop("_settings"), task.pop("_where")
+        where = _record_name(task)
         try:
             candidates = one_mutant_per_kind(task["gold"].strip(), mutant_kinds(task["gold"]), limit=6)
             references = [r.strip() for r in task["oracle"].get("references", [])]
-            why, kept = screen(task["gold"].strip(), references, candidates, task["oracle"]["inputs"], settings)
+            why, kept = screen(task["gold"].strip(), references, candidates, task["oracle"])
         except (OSError, ValueError, KeyError) as e:   # one record's trouble never aborts the import
             return Skip(where, "malformed_record", f"{type(e).__name__}: {e}")
         if why:
@@ -351,15 +354,8 @@ def load(source: Path, progress: bool = True, workers: int = 2) -> Imported:
 
     from tqdm import tqdm
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        done = list(tqdm(pool.map(finish, jobs), total=len(jobs), desc="jqBench: gold and mutants", disable=not progress))
+        done = list(tqdm(pool.map(finish, prepared.tasks), total=len(prepared.tasks), desc="jqBench: gold and mutants", disable=not progress))
     tasks = [d for d in done if not isinstance(d, Skip)]
     skipped += [d for d in done if isinstance(d, Skip)]
     return Imported(tasks=tasks, skipped=skipped)
 
-
-def _wrap(made):
-    """prepare's (task, settings) as one dict for convert_each; a Skip passes through."""
-    if isinstance(made, Skip):
-        return made
-    task, settings, where = made
-    return {**task, "_settings": settings, "_where": where}

@@ -47,6 +47,18 @@ def stream_match(want: list, got: list, keys: bool = True, order: bool = True, w
     return None
 
 
+def value_match(cand: list, references: list, keys: bool = True, order: bool = True,
+                wrapping: bool = False) -> tuple[int, str] | None:
+    """jqBench's rule: (index of the first reference the candidate matches, how) when it matches that
+    reference in one way (stream_match) on every input, else None. `cand` and each reference are the
+    runner's per-input results ({"outputs": [...]})."""
+    for r, ref in enumerate(references):
+        kinds = {stream_match(g["outputs"], c["outputs"], keys, order, wrapping) for c, g in zip(cand, ref)}
+        if len(kinds) == 1 and None not in kinds:
+            return r, kinds.pop()
+    return None
+
+
 def _libjq_version() -> str:
     """The jq release the binding was built from (the extension records its build path, jq-X.Y.Z/src)."""
     spec = importlib.util.find_spec("jq")
@@ -139,11 +151,10 @@ class Validator(Toolchain):
                 return self.verdict("fail", f"input {i}: runtime error: {c['error'][:200]}", result)
         o = task.oracle
         keys, order, wrapping = o.get("keys") != "ignored", o.get("order") != "unordered", o.get("wrapping") == "lenient"
-        for r, ref in enumerate(references):
-            kinds = {stream_match(g["outputs"], c["outputs"], keys, order, wrapping) for c, g in zip(cand, ref)}
-            if len(kinds) == 1 and None not in kinds:
-                which = "the gold" if r == 0 else f"reference {r}"
-                return self.verdict("pass", f"outputs match {which} ({kinds.pop()}) on {len(cand)} input(s)", result)
+        matched = value_match(cand, references, keys, order, wrapping)
+        if matched:
+            which = "the gold" if matched[0] == 0 else f"reference {matched[0]}"
+            return self.verdict("pass", f"outputs match {which} ({matched[1]}) on {len(cand)} input(s)", result)
         for i, (c, g) in enumerate(zip(cand, references[0])):
             if stream_match(g["outputs"], c["outputs"], keys, order, wrapping) is None:
                 got = [canonical(v, keys, order) for v in c["outputs"]]
