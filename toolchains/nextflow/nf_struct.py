@@ -26,6 +26,30 @@ OPEN, CLOSE = "([{", ")]}"
 
 # --- masking -------------------------------------------------------------------------------------
 
+def literals(text: str):
+    """(kind, start, end, quote) for every comment ("comment", quote "") and string literal ("string")
+    in text, in order: the one scan that mask() and one_line_interpolations() share."""
+    i, n = 0, len(text)
+    while i < n:
+        if text.startswith("//", i) or text.startswith("/*", i):
+            line = text[i + 1] == "/"
+            j = text.find("\n" if line else "*/", i + 2)
+            j = n if j < 0 else j + (0 if line else 2)
+            yield "comment", i, j, ""
+            i = j
+        elif text[i] in "'\"":
+            q = _quote_at(text, i)
+            j = _string_end(text, i, q)
+            yield "string", i, j, q
+            i = j
+        else:
+            i += 1
+
+
+def _quote_at(text: str, i: int) -> str:
+    return text[i:i + 3] if text[i:i + 3] in ("'''", '"""') else text[i]
+
+
 def mask(text: str) -> str:
     """Same length as text: comments blanked, string contents replaced by '_' (quotes kept).
 
@@ -33,32 +57,15 @@ def mask(text: str) -> str:
     they may span lines (nf-core's `container "${ cond ? 'a' : 'b' }"` written over three lines).
     """
     out = list(text)
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if text.startswith("//", i):
-            j = text.find("\n", i)
-            j = n if j < 0 else j
-            for k in range(i, j):
-                out[k] = " "
-            i = j
-        elif text.startswith("/*", i):
-            j = text.find("*/", i + 2)
-            j = n if j < 0 else j + 2
-            for k in range(i, j):
-                if out[k] != "\n":
-                    out[k] = " "
-            i = j
-        elif c in "'\"":
-            q = text[i:i + 3] if text[i:i + 3] in ("'''", '"""') else c
-            end = _string_end(text, i, q)
-            closed = text.startswith(q, end - len(q)) and end - len(q) > i
-            for k in range(i + len(q), end - len(q) if closed else end):
-                if out[k] != "\n":
-                    out[k] = "_"
-            i = end
+    for kind, i, end, q in literals(text):
+        if kind == "comment":
+            first, last, fill = i, end, " "
         else:
-            i += 1
+            closed = text.startswith(q, end - len(q)) and end - len(q) > i
+            first, last, fill = i + len(q), end - len(q) if closed else end, "_"
+        for k in range(first, last):
+            if out[k] != "\n":
+                out[k] = fill
     return "".join(out)
 
 
@@ -90,7 +97,7 @@ def _interpolation_end(text: str, j: int, nesting: int = 0) -> int:
     while j < n:
         c = text[j]
         if c in "'\"":
-            j = _string_end(text, j, text[j:j + 3] if text[j:j + 3] in ("'''", '"""') else c, nesting)
+            j = _string_end(text, j, _quote_at(text, j), nesting)
             continue
         depth += {"{": 1, "}": -1}.get(c, 0)
         j += 1
@@ -103,26 +110,13 @@ def one_line_interpolations(text: str) -> str:
     """Text for the Groovy 2.4 parser: a one-line double-quoted string whose ${...} spans lines (Groovy 3,
     and so Nextflow, accepts it; 2.4 stops at the line end) is joined onto one line, and the newlines
     are put back after its closing quote so that every later line keeps its number."""
-    out, i, n = [], 0, len(text)
-    while i < n:
-        c = text[i]
-        if text.startswith("//", i) or text.startswith("/*", i):
-            j = text.find("\n" if text[i + 1] == "/" else "*/", i + 2)
-            j = n if j < 0 else j + (0 if text[i + 1] == "/" else 2)
-            out.append(text[i:j])
-            i = j
-        elif c in "'\"":
-            q = text[i:i + 3] if text[i:i + 3] in ("'''", '"""') else c
-            end = _string_end(text, i, q)
-            literal = text[i:end]
-            if q == '"' and "\n" in literal:
-                literal = literal.replace("\n", " ") + "\n" * literal.count("\n")
-            out.append(literal)
-            i = end
-        else:
-            out.append(c)
-            i += 1
-    return "".join(out)
+    out, at = [], 0
+    for kind, i, end, q in literals(text):
+        literal = text[i:end]
+        if kind == "string" and q == '"' and "\n" in literal:
+            out += [text[at:i], literal.replace("\n", " ") + "\n" * literal.count("\n")]
+            at = end
+    return "".join(out) + text[at:]
 
 
 def match_close(m: str, start: int) -> int:
