@@ -290,3 +290,64 @@ def test_individual_and_part_definitions_may_specialize_more_general_kinds(tasks
     assert judge(task, ok)[1]["status"] == "pass"
     syn, sem = judge(task, "package P { requirement def R; part def Crate :> R; }")
     assert sem["status"] == "fail" and "must specialize a part or item or occurrence def" in sem["diagnostics"]
+
+
+def test_name_resolution_follows_the_sysml_v2_rules_the_release_examples_use(tasks):
+    """Constructs that SysMBench's references (taken from the SysML v2 release's examples) use and that the
+    semantic level once reported as errors: membership imports of library elements, imports of quoted
+    namespaces and their public re-exports, aliases, control nodes and messages as succession ends, a
+    perform named by the action it references, a redefinition of a feature visible from an enclosing
+    namespace or inherited from the library base type, a flow's payload, snapshots and variants that have
+    their owner's features, and an enumeration specializing an attribute definition. A name found nowhere
+    still fails."""
+    import dataclasses
+    task = dataclasses.replace(next(iter(tasks.values())), oracle={"elements": [{"path": "P", "kind": "package"}],
+                                                                   "relations": []})
+    ok = """package P {
+    private import ScalarValues::Real;
+    public import 'Vehicle Usages'::*;
+    package 'Vehicle Definitions' { part def Vehicle { attribute speed : Real; part wheel; } item def Fuel; }
+    package 'Vehicle Usages' { public import 'Vehicle Definitions'::*; }
+    alias Car for Vehicle;
+    part def Tank { out item fuelOut : Fuel; }
+    part def Engine { in item fuelIn : Fuel; }
+    enum def Gear :> Level { enum low; enum high; }
+    attribute def Level;
+    part car : Car {
+        part tank : Tank;
+        part engine : Engine;
+        flow of fuel : Fuel from tank.fuelOut to engine.fuelIn;
+        snapshot part atStart { :>> speed = 0.0; }
+        part :>> localClock;
+    }
+    part driver;
+    occurrence def Trip {
+        ref part :>> driver;
+        message go of Fuel;
+        message stop of Fuel;
+        first go then stop;
+    }
+    action drive {
+        action steer;
+        first start;
+        then merge again;
+        then action brake;
+        then again;
+    }
+    part def Robot { perform drive.steer; }
+    part robot : Robot { perform drive.steer :>> steer; }
+    allocation def A { end a; end b; }
+    allocation alloc : A allocate a ::> robot to b ::> car { allocate robot.steer to car.wheel; }
+    part options : Vehicle {
+        variation part wheelChoice :>> wheel { variant part small { :>> speed = 1.0; } }
+    }
+}
+"""
+    syn, sem = judge(task, ok)
+    assert (syn["status"], sem["status"]) == ("pass", "pass"), sem["diagnostics"]
+    _, sem = judge(task, ok.replace("ref part :>> driver;", "ref part :>> chauffeur;"))
+    assert sem["status"] == "fail" and "redefines 'chauffeur', but occurrence def 'Trip' inherits no feature" in sem["diagnostics"]
+    _, sem = judge(task, ok.replace("private import ScalarValues::Real;", ""))
+    assert sem["status"] == "fail" and "typed by undefined definition 'Real'" in sem["diagnostics"]
+    _, sem = judge(task, ok.replace("first go then stop;", "first go then halt;"))
+    assert sem["status"] == "fail" and "succession then 'halt' does not resolve" in sem["diagnostics"]

@@ -4,7 +4,7 @@ wrong kinds of typing, dangling relations, port consistency) and the differences
 """
 from __future__ import annotations
 
-from .model import Model, _compact, _seg, _split
+from .model import Model, _compact, _seg, _split, implicit_feature_names
 
 # usage kind -> definition kinds it may be typed by (SysML v2 spec, 8.3: PartUsage by PartDefinition, ...)
 TYPING = {"part": {"part"}, "item": {"item", "part"}, "port": {"port"}, "attribute": {"attribute", "enum"},
@@ -12,6 +12,10 @@ TYPING = {"part": {"part"}, "item": {"item", "part"}, "port": {"port"}, "attribu
           "constraint": {"constraint"}, "interface": {"interface"}, "connection": {"connection", "interface"},
           "flow": {"flow"}, "calc": {"calc"}, "verification": {"verification"}, "use case": {"use case"},
           "exhibit": {"state"}, "perform": {"action"}, "allocation": {"allocation"}, "occurrence": {"occurrence", "part", "item"}}
+
+
+# what satisfy and verify may name (SysML v2: concerns, viewpoints and objectives are requirement usages)
+REQUIREMENT_KINDS = {"requirement", "concern", "viewpoint", "objective"}
 
 
 def _mult(text: str) -> str:
@@ -33,8 +37,9 @@ def _label(e) -> str:
 
 # A definition may specialize one of its own kind or of a kind it is a kind of (SysML v2: every part is
 # an item, every item an occurrence); item, occurrence and individual definitions are not checked (the
-# SysML v2 release's own examples write `individual def TestSystem :> MassVerificationSystem`, a part def).
-SPECIALIZABLE = {"part": {"part", "item", "occurrence"}}
+# SysML v2 release's own examples write `individual def TestSystem :> MassVerificationSystem`, a part def);
+# an enumeration is an attribute definition (the release's `enum def DiameterChoice :> ISQ::LengthValue`).
+SPECIALIZABLE = {"part": {"part", "item", "occurrence"}, "enum": {"enum", "attribute"}}
 
 
 def dependency_diagnostics(m: Model) -> list[str]:
@@ -66,13 +71,12 @@ def dependency_diagnostics(m: Model) -> list[str]:
                 out.append(f"line {e['line']}: {_label(e)} specializes undefined '{ref}'")
             elif isinstance(target, dict) and (not target["def"] or target["kind"] not in SPECIALIZABLE.get(e["kind"], {e["kind"]})) \
                     and e["kind"] not in ("item", "occurrence", "individual"):
-                kinds = " or ".join(sorted(SPECIALIZABLE.get(e["kind"], {e["kind"]}), key=["part", "item", "occurrence"].index)
-                                    if e["kind"] in SPECIALIZABLE else [e["kind"]])
+                kinds = " or ".join(sorted(SPECIALIZABLE.get(e["kind"], {e["kind"]}), key=lambda k: (k != e["kind"], k)))
                 out.append(f"line {e['line']}: {_label(e)} specializes {_label(target)}; a {e['kind']} def "
                            f"must specialize a {kinds} def")
         for ref in e["subsets"]:
-            target, at = m.resolve_chain(ref, scope)
-            if target is None:
+            target, at = m.resolve_chain(ref, scope, exclude=e)
+            if target is None and at not in implicit_feature_names():   # `ref :> annotatedElement` in a metadata def
                 out.append(f"line {e['line']}: {_label(e)} subsets undefined feature '{at}'")
         owner = m.parent(e)
         for ref in e["redefines"]:
@@ -82,7 +86,11 @@ def dependency_diagnostics(m: Model) -> list[str]:
             unknown_general = any(m.resolve_qualified(r, m.parent(owner)) in (None, "library")
                                   for r in [t["name"] for t in owner["typed_by"]] + owner["specializes"])
             base = ref.split("::")[-1].split(".")[-1]
-            if not m.named(inherited, base) and not unknown_general:
+            # SysML v2 resolves a redefined name like any other (inherited, then enclosing namespaces and
+            # imports: `ref part :>> driver;` in the release's own sequence example) and every element
+            # inherits its library base type's features; a name found nowhere is the error.
+            if not m.named(inherited, base) and not unknown_general \
+                    and m.resolve_chain(ref, owner, exclude=e)[0] is None and base not in implicit_feature_names():
                 gens = [g["name"] for g in m.generals(owner)]
                 where = f"its generalizations ({', '.join(gens)})" if gens else "no generalization (add `:>` or a typing)"
                 out.append(f"line {e['line']}: {_label(e)} redefines '{ref}', but {_label(owner)} inherits no feature "
@@ -115,7 +123,7 @@ def dependency_diagnostics(m: Model) -> list[str]:
                     out.append(f"line {r['line']}: {r['kind']} {role} '{ref}' does not resolve to any element "
                                f"visible here")
             elif isinstance(target, dict) and r["kind"] in ("satisfy", "verify") and role == "requirement" \
-                    and target["kind"] != "requirement":
+                    and target["kind"] not in REQUIREMENT_KINDS:
                 out.append(f"line {r['line']}: {r['kind']} names {_label(target)}, which is not a requirement")
         for t in r.get("typed_by", []):
             target = m.resolve_qualified(t, scope)

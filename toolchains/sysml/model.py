@@ -38,6 +38,27 @@ def library_index() -> dict:
     return packages
 
 
+@functools.lru_cache(maxsize=1)
+def implicit_feature_names() -> frozenset:
+    """Features every usage and definition inherits implicitly from the library's semantic base types
+    (Occurrence::localClock, Flow::payload, Metaobject::annotatedElement, UseCase::start, ...): the
+    feature names declared in the kernel and systems packages that model semantics, not in the
+    function, value and quantity packages a model must import."""
+    root = Path(importlib.util.find_spec("sysmlpy").origin).parent / "library"
+    files = [f for f in sorted((root / "kernel").glob("*.kerml"))
+             if not f.stem.endswith(("Functions", "Values")) and f.stem not in ("Collections", "KerML")]
+    files += [f for f in sorted((root / "systems").glob("*.sysml")) if f.stem != "SysML"]
+    feature = re.compile(r"\b(?:feature|ref|part|item|port|action|state|attribute|occurrence|subject|actor|"
+                         r"stakeholder|end|event|message|connection|flow|calc|constraint|requirement|objective|"
+                         r"in|out|inout|return)\s+(?:all\s+|def\s+)?(?:feature\s+)?'?([A-Za-z_]\w*)'?")
+    keywords = {"redefines", "subsets", "references", "all", "def", "feature", "ordered", "nonunique"}
+    names = set()
+    for f in files:
+        text = re.sub(r"/\*.*?\*/|//[^\n]*", "", f.read_text(encoding="utf-8", errors="replace"), flags=re.S)
+        names |= set(feature.findall(text)) - keywords
+    return frozenset(names)
+
+
 def library_names(imported: list[str]) -> set[str]:
     idx = library_index()
     seen, names, todo = set(), set(), list(imported)
@@ -96,6 +117,9 @@ class Model:
         self.by_id = {e["id"]: e for e in self.els}
         imported = [i["namespace"].split("::*")[0] for i in self.imports]
         self.lib_imported = library_names([p for p in imported])
+        # membership imports of library elements (`private import ScalarValues::Natural;`)
+        self.lib_imported |= {_split(p, "::")[-1].strip("'") for p in imported
+                              if "::" in p and _split(p, "::")[0].strip("'") in library_index()}
         self.lib_all = library_names(list(library_index()))
         self.lib_packages = set(library_index())
         # Name resolution recurses through enclosing scopes and generalizations; without these caches
@@ -122,8 +146,10 @@ class Model:
             return self._generals[key]
         out = []
         refs = [t["name"] for t in e["typed_by"]] + e["specializes"] + e["subsets"] + e["redefines"]
-        for ref in refs:
-            target = self.resolve_qualified(ref, self.parent(e))
+        targets = [self.resolve_chain(ref, self.parent(e), exclude=e)[0] for ref in refs]
+        if (e.get("portion") or e.get("variant")) and self.parent(e):
+            targets.append(self.parent(e))
+        for target in targets:
             if isinstance(target, dict) and target["id"] not in seen:
                 seen.add(target["id"])
                 out.append(target)
@@ -136,20 +162,34 @@ class Model:
             feats += self.members(g)
         return feats
 
-    def imported_members(self, scope):
+    def imported_members(self, scope, public_only=False, seen=None):
+        """Members that scope's imports make visible, with what the imported namespaces re-export
+        (`public import`), transitively."""
+        seen = set() if seen is None else seen
+        key = scope["qname"] if scope else ""
+        if key in seen:
+            return []
+        seen.add(key)
         out = []
         for imp in self.imports:
-            if imp["scope"] != (scope["qname"] if scope else ""):
+            if imp["scope"] != key or (public_only and not imp.get("public")):
                 continue
-            ns = imp["namespace"]
-            if ns.endswith("::*"):
-                target = self.by_qname.get(ns[:-3]) or self._find_anywhere(ns[:-3])
-                if isinstance(target, dict):
-                    out += self.members(target)
+            # qualified names are kept unquoted: `import 'Part Definitions'::*` names Part Definitions
+            ns = "::".join(p.strip("'") for p in _split(_compact(imp["namespace"]), "::"))
+            wildcard = ns.endswith("::*") or ns.endswith("::**")
+            base = ns.rsplit("::", 1)[0] if wildcard else ns
+            target = self.by_qname.get(base) or self._find_anywhere(base)
+            if not isinstance(target, dict):
+                continue
+            if not wildcard:
+                out.append(target)
+            elif ns.endswith("::**"):       # recursive import: every member, at any depth
+                todo = list(self.members(target))
+                while todo:
+                    out.append(todo.pop())
+                    todo += self.members(out[-1])
             else:
-                target = self.by_qname.get(ns) or self._find_anywhere(ns)
-                if isinstance(target, dict):
-                    out.append(target)
+                out += self.members(target) + self.imported_members(target, True, seen)
         return out
 
     def _find_anywhere(self, qn):
@@ -158,21 +198,23 @@ class Model:
                 return e
         return None
 
-    def resolve_name(self, name, scope):
-        """A simple name seen from scope: own and inherited members, then enclosing namespaces, imports, root."""
-        key = (name, scope["id"] if scope else None)
+    def resolve_name(self, name, scope, exclude=None):
+        """A simple name seen from scope: own and inherited members, then enclosing namespaces, imports, root.
+        `exclude` is the element whose own reference is being resolved: `perform x;` and `part :>> x;` are
+        named x themselves but refer to another x."""
+        key = (name, scope["id"] if scope else None, exclude["id"] if exclude else None)
         if key not in self._resolved:
             self._resolved[key] = None            # a resolution that needs itself does not resolve
-            self._resolved[key] = self._resolve_name(name, scope)
+            self._resolved[key] = self._resolve_name(name, scope, exclude)
         return self._resolved[key]
 
-    def _resolve_name(self, name, scope):
+    def _resolve_name(self, name, scope, exclude):
         s = scope
         while True:
-            found = self.named(self.features(s) if s else self.members(None), name)
-            if found:
-                return found[0]
-            found = self.named(self.imported_members(s), name)
+            found = [x for x in self.named(self.features(s) if s else self.members(None), name) if x is not exclude]
+            found = found or self.named(self.imported_members(s), name)
+            if found and found[0].get("alias_for"):
+                return self.resolve_qualified(found[0]["alias_for"], self.parent(found[0]), exclude=found[0])
             if found:
                 return found[0]
             if s is None:
@@ -184,11 +226,11 @@ class Model:
             return "library"
         return None
 
-    def resolve_qualified(self, ref, scope):
+    def resolve_qualified(self, ref, scope, exclude=None):
         parts = [p.strip("'") for p in _split(_compact(ref).lstrip("~"), "::")]
         if parts[0] in self.lib_packages:
             return "library"
-        target = self.resolve_name(parts[0], scope)
+        target = self.resolve_name(parts[0], scope, exclude)
         for p in parts[1:]:
             if not isinstance(target, dict):
                 return target
@@ -196,15 +238,18 @@ class Model:
             target = found[0] if found else None
         return target
 
-    def resolve_chain(self, ref, scope):
+    def resolve_chain(self, ref, scope, exclude=None):
         """'a.b.c' (each part possibly qualified): returns (element|'library'|None, the failing prefix)."""
         segs = _split(_compact(ref), ".")
-        target = self.resolve_qualified(segs[0], scope)
+        target = self.resolve_qualified(segs[0], scope, exclude)
         done = segs[0]
         for s in segs[1:]:
             if target is None or target == "library":
                 return target, done
-            found = self.named(self.features(target), _split(s, "::")[-1].strip("'"))
+            name = _split(s, "::")[-1].strip("'")
+            found = self.named(self.features(target), name)
+            if not found and name in implicit_feature_names():
+                return "library", f"{done}.{s}"   # a feature of its library base type (a message's sourceEvent)
             if not found:
                 return None, f"{done}.{s}"
             target = found[0]
@@ -212,5 +257,7 @@ class Model:
         return target, done
 
     def scope_of_rel(self, rel):
+        if "scope_id" in rel:     # anonymous scopes share a qualified name
+            return self.by_id.get(rel["scope_id"])
         return self.by_qname.get(rel["scope"]) if rel["scope"] else None
 

@@ -9,6 +9,7 @@ Report: {"ok": true, "elements": [...], "relations": [...], "imports": [...]} or
 """
 import json
 import os
+import re
 import sys
 import threading
 import types
@@ -44,6 +45,12 @@ KIND_NAMES = {"Enumeration": "enum", "Calculation": "calc", "Requirement": "requ
               "ObjectiveRequirement": "objective", "EventOccurrence": "event", "PerformAction": "perform",
               "ExhibitState": "exhibit", "EnumeratedValue": "enum", "Subject": "subject",
               "DefaultInterfaceEnd": "end", "EndFeature": "end", "Reference": "ref", "DefaultReference": "ref", "Attribute": "attribute"}
+# named elements whose grammar rules are not called ...Usage
+CONTROL_NODES = {"MergeNode": "merge", "DecisionNode": "decide", "ForkNode": "fork", "JoinNode": "join",
+                 "Message": "message", "AcceptNode": "accept", "SendNode": "send", "AssignmentNode": "assign"}
+# usages that take their name from the feature they reference when they declare none (SysML v2:
+# PerformActionUsage, ExhibitStateUsage, IncludeUseCaseUsage and EventOccurrenceUsage namingFeature)
+NAMED_BY_REFERENCE = {"perform", "exhibit", "include use case", "event"}
 REF_CONTEXTS = ("TypedBy", "Subsets", "Redefines", "References", "SubclassificationPart", "FeatureValue",
                 "MultiplicityPart", "Crosses", "ValuePart")
 
@@ -60,7 +67,8 @@ def _is_element(ctx) -> bool:
     c = _cls(ctx)
     if c in NOT_ELEMENTS or c.endswith("_"):
         return False
-    return c.endswith(ELEMENT_SUFFIXES) or c in ("Package", "LibraryPackage", "EnumeratedValue", "DefaultInterfaceEnd")
+    return c.endswith(ELEMENT_SUFFIXES) or c in ("Package", "LibraryPackage", "EnumeratedValue", "DefaultInterfaceEnd") \
+        or c in CONTROL_NODES
 
 
 def _kind(ctx) -> tuple[str, bool]:
@@ -71,6 +79,8 @@ def _kind(ctx) -> tuple[str, bool]:
         return "enum", False
     if c == "DefaultInterfaceEnd":
         return "end", False
+    if c in CONTROL_NODES:
+        return CONTROL_NODES[c], False
     is_def = c.endswith("Definition")
     base = c[:-len("Definition")] if is_def else c[:-len("Usage")]
     if base in KIND_NAMES:
@@ -132,14 +142,18 @@ class Extractor:
         if c == "ImportRule":
             decl = _find(list(_decl(ctx)), "ImportDeclaration")
             self.imports.append({"namespace": _text(decl[0]) if decl else _text(ctx), "line": ctx.start.line,
+                                 "public": ctx.start.text not in ("private", "protected"),   # KerML default: public
                                  "scope": parent})
             return
+        if c == "AliasMember":
+            self.alias(ctx, parent, parent_id)
+            return
         if c in RELATIONS:
-            self.relation(ctx, parent)
+            self.relation(ctx, parent, parent_id)
             if c in ("SuccessionAsUsage", "BindingConnectorAsUsage", "SatisfyRequirementUsage"):
                 return
         if c in ("ActionBody", "StateDefBody", "StateUsageBody") or c.endswith("ActionBody"):
-            self.behaviour_body(ctx, parent)
+            self.behaviour_body(ctx, parent, parent_id)
         if _is_element(ctx) and c not in ("SatisfyRequirementUsage", "SuccessionAsUsage"):
             el = self.element(ctx, parent, parent_id)
             for child in ctx.getChildren():
@@ -150,7 +164,10 @@ class Extractor:
 
     def element(self, ctx, parent, parent_id):
         kind, is_def = _kind(ctx)
-        decl = list(_decl(ctx))
+        # a flow's payload (`flow of fuel : Fuel from a to b`) is not the flow's own declaration
+        payload = {id(n) for m in _decl(ctx) if _cls(m) in ("FlowPayloadFeatureMember", "PayloadFeatureMember")
+                   for n in [m, *_all(m)]}
+        decl = [n for n in _decl(ctx) if id(n) not in payload]
         name, short = self._name_of(decl)
         typed, specializes, subsets, redefines = [], [], [], []
         for t in _find(decl, "TypedBy"):
@@ -168,6 +185,8 @@ class Extractor:
         for s in _find(decl, "Redefines"):
             t = _text(s)
             redefines.append(t[len("redefines"):] if t.startswith("redefines") else t[3:])
+        referenced = [_text(r).lstrip(":").removeprefix("references") for r in _find(decl, "OwnedReferenceSubsetting")]
+        subsets += referenced     # a reference subsetting is a subsetting (`perform a.b`, `exhibit s`)
         mult = _find(decl, "MultiplicityBounds")
         value = _find(decl, "FeatureValue")
         direction = _find(decl, "FeatureDirection")
@@ -182,6 +201,8 @@ class Extractor:
             name = redefines[0].split("::")[-1].split(".")[-1]
         if not name and kind == "subject":
             name = "subject"
+        if not name and referenced and kind in NAMED_BY_REFERENCE:
+            name = referenced[0].split("::")[-1].split(".")[-1].strip("'")
         qname = f"{parent}::{name}" if parent and name else (name or parent + "::<anonymous>")
         el = {"id": len(self.elements), "parent": parent_id, "kind": kind, "def": is_def, "name": name,
               "short_name": short, "qname": qname, "line": ctx.start.line, "typed_by": typed,
@@ -190,14 +211,33 @@ class Extractor:
               "value": self.src(value[0]).lstrip("=").strip() if value else "",
               "direction": _text(direction[0]) if direction else "",
               "abstract": ctx.start.text == "abstract",
+              # a snapshot or time slice is a portion of its owner, a variant one of its variation's
+              # choices: both have the owner's features (SysML v2 8.3.6 and 8.3.7)
+              "portion": bool(_find(decl, "PortionKind")),
+              "variant": _cls(ctx.parentCtx) == "VariantUsageElement" if ctx.parentCtx else False,
               "text": self.src(ctx)[:160]}
         self.elements.append(el)
         return el
 
-    def relation(self, ctx, parent):
+    def alias(self, ctx, parent, parent_id):
+        """`alias Torque for ISQ::TorqueValue;`: a name for another element, resolved where it is used."""
+        kids = [k for k in ctx.getChildren() if _is_rule(k)]
+        names = [k.getText().strip("'") for k in kids if _cls(k) == "Name"]
+        target = [_text(k) for k in kids if _cls(k) == "QualifiedName"]
+        if not names or not target:
+            return
+        short = names[0] if len(names) > 1 else ""
+        name = names[-1]
+        self.elements.append({"id": len(self.elements), "parent": parent_id, "kind": "alias", "def": False,
+                              "name": name, "short_name": short, "qname": f"{parent}::{name}" if parent else name,
+                              "line": ctx.start.line, "typed_by": [], "specializes": [], "subsets": [],
+                              "redefines": [], "multiplicity": "", "value": "", "direction": "", "abstract": False,
+                              "portion": False, "variant": False, "alias_for": target[0], "text": self.src(ctx)[:160]})
+
+    def relation(self, ctx, parent, parent_id):
         c = _cls(ctx)
         nodes = list(_all(ctx))
-        rel = {"line": ctx.start.line, "scope": parent}
+        rel = {"line": ctx.start.line, "scope": parent, "scope_id": parent_id}
         if c == "SatisfyRequirementUsage":
             decl = list(_decl(ctx))
             req = _find(decl, "OwnedReferenceSubsetting")
@@ -230,7 +270,8 @@ class Extractor:
                 item = _text(tb[0]).lstrip(":") if tb else _text(payload[0])
             rel.update(kind="flow", item=item, ends=ends)
         elif c in ("TransitionUsage", "TargetTransitionUsage"):
-            src = _find(list(_decl(ctx)), "FeatureChainMember")
+            # the source is the transition's own member, not a feature chain inside its guard
+            src = [n for n in ctx.getChildren() if _is_rule(n) and _cls(n) == "FeatureChainMember"]
             trig = _find(nodes, "TriggerActionMember")
             tgt = _find(nodes, "TransitionSuccession")
             trig_names = _find(list(_all(trig[0])), "QualifiedName") if trig else []
@@ -268,7 +309,7 @@ class Extractor:
                     name = self._name_of(list(_decl(els[0])))[0] or _first_name(els[0]) or name
         return ""
 
-    def behaviour_body(self, ctx, parent):
+    def behaviour_body(self, ctx, parent, parent_id):
         """Shorthand successions in action/state bodies: `first a; then b;`, `action a; then action b;`,
         `entry; then s;`."""
         parts = []
@@ -283,7 +324,7 @@ class Extractor:
 
         def add(first, then, line):
             self.relations.append({"kind": "succession", "first": first, "then": then, "ends": [first, then],
-                                   "line": line, "scope": parent, "shorthand": True})
+                                   "line": line, "scope": parent, "scope_id": parent_id, "shorthand": True})
         for part in parts:
             c = _cls(part)
             names = _find(list(_all(part)), "QualifiedName")
@@ -299,7 +340,7 @@ class Extractor:
                     prev = _text(names[-1])
             elif c in ("ActionTargetSuccessionMember", "TargetSuccessionMember"):
                 els = [n for n in _all(part) if _is_rule(n) and _is_element(n)]
-                target = ((self._name_of(list(_decl(els[0])))[0] or _first_name(els[0])) if els
+                target = ((_as_ref(self._name_of(list(_decl(els[0])))[0]) or _first_name(els[0])) if els
                           else (_text(names[-1]) if names else ""))
                 if prev and target:
                     add(prev, target, part.start.line)
@@ -308,11 +349,17 @@ class Extractor:
                 els = [n for n in _all(part) if _is_rule(n) and _is_element(n)]
                 if els and _cls(els[0]) in ("ActionUsage", "StateUsage", "PerformActionUsage", "AcceptActionUsage",
                                             "SendActionUsage", "ExhibitStateUsage", "AssignmentActionUsage",
-                                            "DecisionNode", "MergeNode", "ForkNode", "JoinNode", "CalculationUsage"):
-                    name = self._name_of(list(_decl(els[0])))[0] or _first_name(els[0])
+                                            "DecisionNode", "MergeNode", "ForkNode", "JoinNode", "CalculationUsage",
+                                            "AcceptNode", "SendNode", "AssignmentNode"):
+                    name = _as_ref(self._name_of(list(_decl(els[0])))[0]) or _first_name(els[0])
                     if pending and prev and name:
                         add(prev, name, part.start.line)
                     prev, pending = name or prev, False
+
+
+def _as_ref(name: str) -> str:
+    """A declared name as a reference to it: quoted unless it is a basic name ('connect trailer')."""
+    return name if not name or re.fullmatch(r"[A-Za-z_]\w*", name) else f"'{name}'"
 
 
 def _first_name(ctx) -> str:
