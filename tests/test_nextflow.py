@@ -208,3 +208,21 @@ def test_imported_gold_passes_its_derived_oracle_and_its_mutants_fail_it(tasks, 
     for m in task.mutants:
         got = pipeline.evaluate("nextflow", task, m.program)
         assert (got["syntax"]["status"], got["semantic"]["status"]) == ("pass", "fail"), (m.note, got)
+
+
+def test_a_declaration_call_with_named_arguments_is_one_call_for_groovy_24(tasks, tmp_path):
+    """Current nf-core modules write `path("x.h5ad"), emit: adata`: Nextflow accepts it, Groovy 2.4 (the
+    installable syntax judge) stops at the comma. The judge hands 2.4 one call, on the same line."""
+    text = ('    output:\n    path("A_${id}.h5ad")   , emit: adata  // ), x\n    path (db), emit: db\n'
+            '    tuple val(meta), path("x"), emit: y\n    path("a"),\n        emit: z\n')
+    assert nf.one_call_declarations(text) == (
+        '    output:\n    path("A_${id}.h5ad"   , emit: adata)  // ), x\n    path (db, emit: db)\n'
+        '    tuple val(meta), path("x"), emit: y\n    path("a"),\n        emit: z\n')
+    got = toolchains.get("nextflow").import_upstream(FIX / "modules" / "nf-core" / "tallyseq").tasks
+    task = load_task_file(upstream.write_tasks("nextflow", got, tmp_path)[0], toolchains.get("nextflow").check_oracle)
+    line = 'tuple val(meta), path("*.log")       , emit: log'
+    assert line in task.gold
+    out = pipeline.evaluate("nextflow", task, task.gold.replace(line, 'path("*.log")       , emit: log'))
+    assert out["syntax"]["status"] == "pass", out["syntax"]
+    out = pipeline.evaluate("nextflow", task, task.gold.replace(line, 'path("*.log"       , emit: log'))
+    assert out["syntax"]["status"] == "fail"

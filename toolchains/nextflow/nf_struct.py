@@ -119,6 +119,28 @@ def one_line_interpolations(text: str) -> str:
     return "".join(out) + text[at:]
 
 
+DECLARATION_CALL = re.compile(r"[ \t]*(?:" + "|".join(sorted(INPUT_QUALIFIERS | OUTPUT_QUALIFIERS)) + r")[ \t]*\(")
+
+
+def one_call_declarations(text: str) -> str:
+    """Text for the Groovy 2.4 parser: a declaration written as a call followed by named arguments on
+    its line (`path("x.h5ad"), emit: adata`, current nf-core modules) becomes one call
+    (`path("x.h5ad", emit: adata)`). Nextflow accepts the first form; Groovy 2.4 stops at the comma.
+    Line numbers are kept."""
+    m = mask(text)
+    out, at, start = [], 0, 0
+    for line in m.split("\n"):
+        end, code = start + len(line), line.rstrip()
+        call = DECLARATION_CALL.match(line)
+        if call and not code.endswith(","):
+            close = match_close(m, start + call.end() - 1)
+            if close < start + len(code) and m[close + 1:start + len(code)].lstrip().startswith(","):
+                out += [text[at:close], text[close + 1:start + len(code)], ")"]
+                at = start + len(code)
+        start = end + 1
+    return "".join(out) + text[at:]
+
+
 def match_close(m: str, start: int) -> int:
     """Index of the bracket closing the one at m[start] (len(m) when unbalanced)."""
     depth = 0

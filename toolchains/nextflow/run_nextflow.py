@@ -44,8 +44,9 @@ def groovy_parse(program):
     env = dict(os.environ, JAVA_HOME=os.environ.get("JAVA_HOME", JAVA_HOME),
                JAVA_OPTS=f"-Duser.home={os.getcwd()} {JAVA_OPTS}")
     text = Path(program).read_text(encoding="utf-8")
-    joined = nf_struct.one_line_interpolations(text)
-    if joined != text:   # Groovy 3 syntax that 2.4 lacks (see nf_struct.one_line_interpolations)
+    # Groovy 3 / Nextflow syntax that 2.4 lacks (see these two functions)
+    joined = nf_struct.one_call_declarations(nf_struct.one_line_interpolations(text))
+    if joined != text:
         Path("groovy24").mkdir(exist_ok=True)
         program = os.path.join("groovy24", os.path.basename(program))
         Path(program).write_text(joined, encoding="utf-8")
