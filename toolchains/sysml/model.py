@@ -12,19 +12,27 @@ from pathlib import Path
 BUILTIN_FEATURES = {"start", "done", "entry", "terminate", "self", "this", "that"}
 
 
+def _library_root() -> Path:
+    return Path(importlib.util.find_spec("sysmlpy").origin).parent / "library"
+
+
+def _library_text(f: Path) -> str:
+    """A library file without its comments."""
+    return re.sub(r"/\*.*?\*/|//[^\n]*", "", f.read_text(encoding="utf-8", errors="replace"), flags=re.S)
+
+
 @functools.lru_cache(maxsize=1)
 def library_index() -> dict:
     """Names declared by each package of the SysML v2 standard library shipped with sysmlpy, with the
     packages each one re-exports (`public import X::*`)."""
-    spec = importlib.util.find_spec("sysmlpy")
-    root = Path(spec.origin).parent / "library"
+    root = _library_root()
     packages: dict[str, dict] = {}
     decl = re.compile(r"\b(?:def|attribute|part|item|port|calc|constraint|action|state|enum|alias|feature|"
                       r"datatype|class|struct|assoc|function|predicate|behavior|requirement|occurrence|metaclass|"
                       r"abstract|ref|readonly|connection|interface|flow|view|viewpoint|rendering)\s+(?:def\s+)?"
                       r"(?:<'?([\w\u00b0\u00b5\u03a9\u2103]+)'?>\s*)?'?([A-Za-z_][\w]*)'?")
     for f in sorted(root.rglob("*.sysml")) + sorted(root.rglob("*.kerml")):
-        text = re.sub(r"/\*.*?\*/|//[^\n]*", "", f.read_text(encoding="utf-8", errors="replace"), flags=re.S)
+        text = _library_text(f)
         m = re.search(r"package\s+'?([\w ]+?)'?\s*\{", text)
         if not m:
             continue
@@ -44,7 +52,7 @@ def implicit_feature_names() -> frozenset:
     (Occurrence::localClock, Flow::payload, Metaobject::annotatedElement, UseCase::start, ...): the
     feature names declared in the kernel and systems packages that model semantics, not in the
     function, value and quantity packages a model must import."""
-    root = Path(importlib.util.find_spec("sysmlpy").origin).parent / "library"
+    root = _library_root()
     files = [f for f in sorted((root / "kernel").glob("*.kerml"))
              if not f.stem.endswith(("Functions", "Values")) and f.stem not in ("Collections", "KerML")]
     files += [f for f in sorted((root / "systems").glob("*.sysml")) if f.stem != "SysML"]
@@ -54,8 +62,7 @@ def implicit_feature_names() -> frozenset:
     keywords = {"redefines", "subsets", "references", "all", "def", "feature", "ordered", "nonunique"}
     names = set()
     for f in files:
-        text = re.sub(r"/\*.*?\*/|//[^\n]*", "", f.read_text(encoding="utf-8", errors="replace"), flags=re.S)
-        names |= set(feature.findall(text)) - keywords
+        names |= set(feature.findall(_library_text(f))) - keywords
     return frozenset(names)
 
 

@@ -203,19 +203,24 @@ class Extractor:
             name = "subject"
         if not name and referenced and kind in NAMED_BY_REFERENCE:
             name = referenced[0].split("::")[-1].split(".")[-1].strip("'")
-        qname = f"{parent}::{name}" if parent and name else (name or parent + "::<anonymous>")
-        el = {"id": len(self.elements), "parent": parent_id, "kind": kind, "def": is_def, "name": name,
-              "short_name": short, "qname": qname, "line": ctx.start.line, "typed_by": typed,
-              "specializes": specializes, "subsets": subsets, "redefines": redefines,
-              "multiplicity": _text(mult[0])[1:-1] if mult else "",
-              "value": self.src(value[0]).lstrip("=").strip() if value else "",
-              "direction": _text(direction[0]) if direction else "",
-              "abstract": ctx.start.text == "abstract",
-              # a snapshot or time slice is a portion of its owner, a variant one of its variation's
-              # choices: both have the owner's features (SysML v2 8.3.6 and 8.3.7)
-              "portion": bool(_find(decl, "PortionKind")),
-              "variant": _cls(ctx.parentCtx) == "VariantUsageElement" if ctx.parentCtx else False,
-              "text": self.src(ctx)[:160]}
+        return self.add_element(
+            ctx, parent, parent_id, kind, name, short, is_def=is_def, typed_by=typed, specializes=specializes,
+            subsets=subsets, redefines=redefines, multiplicity=_text(mult[0])[1:-1] if mult else "",
+            value=self.src(value[0]).lstrip("=").strip() if value else "",
+            direction=_text(direction[0]) if direction else "", abstract=ctx.start.text == "abstract",
+            # a snapshot or time slice is a portion of its owner, a variant one of its variation's
+            # choices: both have the owner's features (SysML v2 8.3.6 and 8.3.7)
+            portion=bool(_find(decl, "PortionKind")),
+            variant=_cls(ctx.parentCtx) == "VariantUsageElement" if ctx.parentCtx else False)
+
+    def add_element(self, ctx, parent, parent_id, kind, name, short, **fields):
+        """The report's record of one element: every field, defaults for those not given."""
+        el = {"id": len(self.elements), "parent": parent_id, "kind": kind, "def": False, "name": name,
+              "short_name": short, "line": ctx.start.line, "typed_by": [], "specializes": [], "subsets": [],
+              "redefines": [], "multiplicity": "", "value": "", "direction": "", "abstract": False,
+              "portion": False, "variant": False, "text": self.src(ctx)[:160],
+              "qname": f"{parent}::{name}" if parent and name else (name or parent + "::<anonymous>")}
+        el.update({"def" if k == "is_def" else k: v for k, v in fields.items()})
         self.elements.append(el)
         return el
 
@@ -226,13 +231,8 @@ class Extractor:
         target = [_text(k) for k in kids if _cls(k) == "QualifiedName"]
         if not names or not target:
             return
-        short = names[0] if len(names) > 1 else ""
-        name = names[-1]
-        self.elements.append({"id": len(self.elements), "parent": parent_id, "kind": "alias", "def": False,
-                              "name": name, "short_name": short, "qname": f"{parent}::{name}" if parent else name,
-                              "line": ctx.start.line, "typed_by": [], "specializes": [], "subsets": [],
-                              "redefines": [], "multiplicity": "", "value": "", "direction": "", "abstract": False,
-                              "portion": False, "variant": False, "alias_for": target[0], "text": self.src(ctx)[:160]})
+        self.add_element(ctx, parent, parent_id, "alias", names[-1], names[0] if len(names) > 1 else "",
+                         alias_for=target[0])
 
     def relation(self, ctx, parent, parent_id):
         c = _cls(ctx)
