@@ -226,3 +226,25 @@ def test_a_declaration_call_with_named_arguments_is_one_call_for_groovy_24(tasks
     assert out["syntax"]["status"] == "pass", out["syntax"]
     out = pipeline.evaluate("nextflow", task, task.gold.replace(line, 'path("*.log"       , emit: log'))
     assert out["syntax"]["status"] == "fail"
+
+
+def test_a_closure_parameter_named_in_is_renamed_for_groovy_24(tasks, tmp_path):
+    """nf-core's sentieon modules write `reads.collect { in -> "-i ${in}" }`: Groovy 3 (so Nextflow)
+    accepts `in` as a parameter name, Groovy 2.4 (the installable judge) reads the keyword. The judge
+    renames it in that closure only; the operator `in` and strings outside stay as written."""
+    text = ('    def a = x.sort {in -> in.getName() }.collect { in ->  "-i ${in} $in" }\n'
+            '    def b = y.findAll { in ->\n        in in z || (in) }  // { in -> in }\n'
+            '    def c = "{ in -> in }"; def d = w in z\n')
+    assert nf.renamed_in_parameters(text) == (
+        '    def a = x.sort {in_ -> in_.getName() }.collect { in_ ->  "-i ${in_} $in_" }\n'
+        '    def b = y.findAll { in_ ->\n        in_ in z || (in_) }  // { in -> in }\n'
+        '    def c = "{ in -> in }"; def d = w in z\n')
+    got = toolchains.get("nextflow").import_upstream(FIX / "modules" / "nf-core" / "tallyseq").tasks
+    task = load_task_file(upstream.write_tasks("nextflow", got, tmp_path)[0], toolchains.get("nextflow").check_oracle)
+    line = "    def args   = task.ext.args ?: ''\n"
+    assert line in task.gold
+    closure = "    def inputs = reads.collect { in -> \"-i ${in}\" }.join(' ')\n"
+    out = pipeline.evaluate("nextflow", task, task.gold.replace(line, line + closure))
+    assert out["syntax"]["status"] == "pass", out["syntax"]
+    out = pipeline.evaluate("nextflow", task, task.gold.replace(line, line + closure.replace("}.join", ".join")))
+    assert out["syntax"]["status"] == "fail"

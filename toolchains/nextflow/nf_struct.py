@@ -141,6 +141,31 @@ def one_call_declarations(text: str) -> str:
     return "".join(out) + text[at:]
 
 
+IN_PARAMETER = re.compile(r"\{\s*in\s*->")
+IN_WORD = re.compile(r"(?<![\w.])in(?![\w$])")
+
+
+def renamed_in_parameters(text: str) -> str:
+    """Text for the Groovy 2.4 parser: a closure whose parameter is named `in` (`collect { in -> "-i ${in}" }`,
+    nf-core's sentieon modules; Groovy 3, and so Nextflow, accepts it; `in` is a keyword in 2.4) has the
+    parameter renamed `in_` in its whole body. Line numbers are kept."""
+    m = mask(text)
+    out, at = [], 0
+    for head in IN_PARAMETER.finditer(m):
+        if head.start() >= at:
+            close = match_close(m, head.start())
+            out += [text[at:head.start()], IN_WORD.sub(_in_as_name, text[head.start():close + 1])]
+            at = close + 1
+    return "".join(out) + text[at:]
+
+
+def _in_as_name(word: re.Match) -> str:
+    # `a in b` is the operator: its `in` follows the end of an operand; the name follows `{`, `${`, `$`,
+    # `(`, `,`, `->`, `=` or another operator
+    before = word.string[:word.start()].rstrip()
+    return "in" if before[-1:].isalnum() or before[-1:] in ")]_'\"" else "in_"
+
+
 def match_close(m: str, start: int) -> int:
     """Index of the bracket closing the one at m[start] (len(m) when unbalanced)."""
     depth = 0

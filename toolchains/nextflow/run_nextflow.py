@@ -44,8 +44,8 @@ def groovy_parse(program):
     env = dict(os.environ, JAVA_HOME=os.environ.get("JAVA_HOME", JAVA_HOME),
                JAVA_OPTS=f"-Duser.home={os.getcwd()} {JAVA_OPTS}")
     text = Path(program).read_text(encoding="utf-8")
-    # Groovy 3 / Nextflow syntax that 2.4 lacks (see these two functions)
-    joined = nf_struct.one_call_declarations(nf_struct.one_line_interpolations(text))
+    # Groovy 3 / Nextflow syntax that 2.4 lacks (see these three functions)
+    joined = nf_struct.renamed_in_parameters(nf_struct.one_call_declarations(nf_struct.one_line_interpolations(text)))
     if joined != text:
         Path("groovy24").mkdir(exist_ok=True)
         program = os.path.join("groovy24", os.path.basename(program))
