@@ -75,5 +75,7 @@ def test_a_gold_this_installation_cannot_build_is_told_apart_from_a_broken_one()
     assert reason("syntax", "main.tex:9: LaTeX Error: File `example-image-a' not found.") == "package_not_installed"
     assert reason("syntax", "main.tex:9: Package pdftex.def Error: File `image1.jpg' not found") == "missing_file"
     assert reason("syntax", "fontspec.sty:45: Fatal Package fontspec Error") == "needs_xelatex"
+    assert reason("syntax", "unicode-math.sty:40: Package unicode-math Error: Cannot be run with pdftex!") == "needs_xelatex"
+    assert reason("syntax", "babel.sty:4357: Package babel Error: Unknown option 'french'.") == "package_not_installed"
     assert reason("syntax", "main.tex:1: Undefined control sequence.") == "gold_fails_syntax"
     assert reason("semantic", "a required section is missing") == "gold_fails_semantic"

@@ -37,6 +37,24 @@ def test_probe_names_engine_and_kernel(available):
     assert "LaTeX2e <" in available.dialect and available.exact
 
 
+def test_the_packages_the_prompt_promises_are_installed_or_the_judge_is_unavailable(available, tc, monkeypatch):
+    """The prompt rules say tikz, enumitem, multirow... are there: a document using them must compile.
+    A TeX installation without them (base + recommended only) cannot judge under these rules."""
+    from importlib import import_module
+    module = import_module(type(tc).__module__)
+    assert "latex-extra" in available.dialect and all(f[:-4] in tc.card["prompt"]["rules"] for f in module.PROMISED_PACKAGES)
+    monkeypatch.setattr(module, "PROMISED_PACKAGES", module.PROMISED_PACKAGES + ("no-such-collection.sty",))
+    probe = tc.probe()
+    assert not probe.available and probe.reason.startswith("no-such-collection.sty not found by kpsewhich")
+
+
+def test_a_document_using_tikz_and_enumitem_compiles(available, tasks):
+    program = tasks["latex-018"].gold.replace(r"\begin{document}", "\\usepackage{tikz,enumitem,multirow}\n\\begin{document}", 1)
+    assert r"\usepackage{tikz" in program
+    out = pipeline.evaluate("latex", tasks["latex-018"], program)
+    assert out["syntax"]["status"] == "pass", out["syntax"]
+
+
 def test_syntax_diagnostic_is_first_error_line(available, tasks):
     out = pipeline.evaluate("latex", tasks["latex-003"], tasks["latex-003"].gold.replace(r"\textbf{mandatory}", r"{\bf mandatory}"))
     assert out["syntax"]["status"] == "fail"
@@ -205,6 +223,37 @@ def test_texpert_imported_gold_passes_its_derived_oracle(available, tc, tmp_path
     task = load_task_file(written[0], tc.check_oracle)
     out = pipeline.evaluate("latex", task, task.gold)
     assert out["syntax"]["status"] == "pass" and out["semantic"]["status"] == "pass", out
+
+
+DOC_SUBFIGURES = ("\\documentclass{article}\n\\usepackage{subcaption}\n\\begin{document}\n\\begin{figure}\\centering\n"
+                  "\\begin{subfigure}{0.4\\textwidth}\\fbox{a}\\caption{Left panel}\\end{subfigure}\n"
+                  "\\begin{subfigure}{0.4\\textwidth}\\fbox{b}\\caption{Right panel}\\end{subfigure}\n"
+                  "\\caption{Both panels}\\end{figure}\n\\end{document}\n")
+DOC_TOCLESS = ("\\documentclass{article}\n\\newcommand{\\nocontentsline}[3]{}\n"
+               "\\newcommand{\\tocless}[2]{\\bgroup\\let\\addcontentsline=\\nocontentsline#1{#2}\\egroup}\n"
+               "\\begin{document}\n\\tableofcontents\n\\part{First Part}\n\\section{Kept}\n\\tocless\\section{Hidden}\n"
+               "\\clearpage\\section{Also kept}\n\\part{Second Part}\n\\end{document}\n")
+DOC_STANDALONE = "\\documentclass{standalone}\n\\begin{document}\n\\fbox{A square}\n\\end{document}\n"
+
+
+def test_texpert_oracle_is_what_the_contents_and_log_show(available, tc, tmp_path):
+    """Found on TeXpert's real workbook: a subfigure's caption is no figure caption, a section handed to
+    a macro the document defines may stay out of the contents, parts are listed as `I\\hspace{1em}Title`,
+    and standalone loads article after it: each made a correct reference fail its own oracle."""
+    xlsx = _workbook(tmp_path / "t.xlsx", {"Average": [HEADER, ["S1", "Subfigures.", DOC_SUBFIGURES, "Figures"],
+                                                       ["T1", "Parts.", DOC_TOCLESS, "Sectioning"],
+                                                       ["C1", "Standalone.", DOC_STANDALONE, "Class"]]})
+    written = write_tasks("latex", tc.import_upstream(xlsx).tasks, tmp_path / "out")
+    tasks = {p.stem: load_task_file(p, tc.check_oracle) for p in written}
+    sub, parts, alone = (tasks[f"latex-texpert-average-{k}"] for k in ("s1", "t1", "c1"))
+    assert sub.oracle["captions"] == [{"type": "figure", "text": "Both panels"}]
+    assert [s["title"] for s in parts.oracle["sections"]] == ["First Part", "Kept", "Also kept", "Second Part"]
+    assert alone.oracle == {"class": "standalone"}
+    for task in (sub, parts, alone):
+        out = pipeline.evaluate("latex", task, task.gold)
+        assert out["syntax"]["status"] == "pass" and out["semantic"]["status"] == "pass", (task.id, out)
+    out = pipeline.evaluate("latex", alone, DOC_STANDALONE.replace("standalone", "article"))
+    assert out["semantic"]["status"] == "fail" and "class is article" in out["semantic"]["diagnostics"]
 
 
 def test_texpert_malformed_record_is_named(tc, tmp_path):

@@ -66,8 +66,12 @@ def detex(s: str) -> str:
 
 
 def numberline(entry: str):
-    """Split '\\numberline {1.2}Title' into ('1.2', 'Title')."""
+    """Split '\\numberline {1.2}Title' into ('1.2', 'Title'), and a part's 'II\\hspace {1em}Title' (the
+    standard classes number parts that way) into ('II', 'Title')."""
     m = re.match(r"\s*\\numberline\s*", entry)
+    part = re.match(r"\s*([A-Za-z0-9.]+)\\hspace\s*\{[^{}]*\}", entry)
+    if part:
+        return part.group(1), detex(entry[part.end():])
     if not m:
         return "", detex(entry)
     num, i = group(entry, m.end())
@@ -122,8 +126,8 @@ def read_log(path: Path, out: dict):
     for line in log.splitlines():
         m = re.match(r"^(Document Class|Package|File): (\S+)", line)
         if m:
-            if m.group(1) == "Document Class":
-                out["class"] = m.group(2)
+            if m.group(1) == "Document Class" and not out["class"]:
+                out["class"] = m.group(2)   # the first: standalone (say) loads article after it
             name = re.sub(r"\.sty$", "", m.group(2))
             if name not in out["loaded"]:
                 out["loaded"].append(name)

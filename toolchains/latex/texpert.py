@@ -11,8 +11,9 @@ the structure the gold states (validator.derive_oracle: class, numbered sections
 counts, captions). A fragment has no document to compile and compare: skipped (not_a_document).
 Semantic mutants: the first numbered section taken out, the article/report class swapped, when the
 oracle checks them. With `check` (dslbench import --verify) a gold that does not pass both levels
-here is skipped with its reason: package_not_installed (no texlive-latex-extra here), missing_file
-(an image the gold includes), needs_xelatex, gold_fails_syntax / gold_fails_semantic.
+here is skipped with its reason: package_not_installed (from a TeX Live collection other than base,
+recommended, latex-extra and pictures, e.g. siunitx), missing_file (an image the gold includes),
+needs_xelatex, gold_fails_syntax / gold_fails_semantic.
 """
 from __future__ import annotations
 
@@ -146,12 +147,13 @@ def check_golds(made: Imported, tc) -> Imported:
 
 
 def gold_reason(level: str, diagnostics: str) -> str:
-    """Why a gold fails here: this TeX installation lacks what it loads (texlive-latex-extra, mwe's
-    example images), it includes a file nobody has, it needs XeTeX/LuaTeX, or it really fails."""
-    if re.search(r"File `[^']+\.(sty|cls)' not found|File `example-image", diagnostics):
+    """Why a gold fails here: this TeX installation lacks what it loads (a package from another TeX
+    Live collection), it includes a file nobody has, it needs XeTeX/LuaTeX, or it really fails."""
+    # babel's "Unknown option 'french'": the language's texlive-lang-* collection is not installed
+    if re.search(r"File `[^']+\.(sty|cls)' not found|File `example-image|Package babel Error: Unknown option", diagnostics):
         return "package_not_installed"
     if re.search(r"File `[^']+' not found", diagnostics):
         return "missing_file"
-    if "requires either XeTeX or LuaTeX" in diagnostics or "Fatal Package fontspec" in diagnostics:
+    if re.search(r"requires either XeTeX or LuaTeX|Fatal Package fontspec|Cannot be run with pdftex", diagnostics):
         return "needs_xelatex"
     return f"gold_fails_{level}"

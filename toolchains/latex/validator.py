@@ -72,6 +72,10 @@ def _first_error(log: str) -> str:
     return ""
 
 
+# one file from each collection beyond base + recommended that the prompt rules name as available
+PROMISED_PACKAGES = ("enumitem.sty", "multirow.sty", "tikz.sty")
+
+
 class Validator(Toolchain):
     SYNTAX_FAIL = "compile_error"      # pdflatex compiles
     SEMANTIC_FAIL = "oracle_mismatch"  # document-structure checks
@@ -89,8 +93,13 @@ class Validator(Toolchain):
         m = re.search(r"(pdfTeX \S+) \(TeX Live (\d+)", first)
         version = f"{m.group(1)} (TeX Live {m.group(2)}, {kind})" if m else f"{first.strip()} ({kind})"
         kernel = ""
-        ltx = subprocess.run([str(Path(exe).with_name("kpsewhich")) if kind.startswith("TeX Live") else "kpsewhich",
-                              "latex.ltx"], capture_output=True, text=True, timeout=30).stdout.strip()
+        found = subprocess.run([str(Path(exe).with_name("kpsewhich")) if kind.startswith("TeX Live") else "kpsewhich",
+                                "latex.ltx", *PROMISED_PACKAGES], capture_output=True, text=True, timeout=30).stdout.split()
+        missing = [f for f in PROMISED_PACKAGES if not any(p.endswith("/" + f) for p in found)]
+        if missing:   # the prompt rules promise them: judging without them would fail correct documents
+            return self.unavailable(f"{', '.join(missing)} not found by kpsewhich: install texlive-latex-extra "
+                                    "(toolchains/latex/apt.txt)")
+        ltx = next((p for p in found if p.endswith("/latex.ltx")), "")
         if ltx:
             src = Path(ltx).read_text(encoding="latin-1", errors="replace")
             v = re.search(r"\\edef\\fmtversion\s*\{([^}]*)\}", src)
@@ -98,7 +107,8 @@ class Validator(Toolchain):
             kernel = f"LaTeX2e <{v.group(1)}>" + (f" patch level {p.group(1)}" if p else "") if v else ""
         return Probe(self.dsl, f"pdflatex ({kind})", version, True,
                      dialect=f"{kernel or 'LaTeX2e'} on pdfTeX; packages: " + (
-                         "Debian texlive-latex-base, -latex-recommended, -fonts-recommended" if kind.startswith("Debian")
+                         "Debian texlive-latex-base, -latex-recommended, -latex-extra, -pictures, -fonts-recommended"
+                         if kind.startswith("Debian")
                          else f"TeX Live installation {Path(exe).parents[2]}"))
 
     def import_upstream(self, source: Path, verify_gold: bool = False):
@@ -330,24 +340,32 @@ def derive_oracle(code: str) -> dict:
         oracle["class"] = m.group(1)
     body = src.split("\\begin{document}", 1)[-1]
     sections = []
-    for m in re.finditer(r"\\(" + "|".join(SECTION_LEVELS) + r")(\*?)\s*(?:\[[^\]]*\])?\s*(?=\{)", body):
+    own_macros = set(re.findall(r"\\(?:(?:re)?newcommand\*?\s*\{?|DeclareRobustCommand\*?\s*\{?|[egx]?def\s*)\\([A-Za-z@]+)", src))
+    for m in re.finditer(r"(?:\\([A-Za-z@]+))?\\(" + "|".join(SECTION_LEVELS) + r")(\*?)\s*(?:\[[^\]]*\])?\s*(?=\{)",
+                         body):
         title, _ = _brace_arg(body, m.end())
-        if m.group(2) or title is None or not _plain(title):
+        # a sectioning command handed to a macro the document defines (\tocless\section{...}) may never
+        # reach the contents
+        if m.group(1) in own_macros or m.group(3) or title is None or not _plain(title):
             continue
-        sections.append({"level": m.group(1), "title": _plain(title)})
+        sections.append({"level": m.group(2), "title": _plain(title)})
     if sections:
         oracle["sections"] = sections
     counts = {e: len(re.findall(r"\\begin\s*\{" + re.escape(e) + r"\}", body)) for e in COUNTED_ENVS}
     envs = {e: {"min": n} for e, n in counts.items() if n}
     if envs:
         oracle["environments"] = envs
-    captions, float_type = [], None
-    for m in re.finditer(r"\\begin\s*\{(figure|table)\*?\}|\\caption\s*(?:\[[^\]]*\])?\s*(?=\{)", body):
-        if m.group(1):
-            float_type = m.group(1)
+    captions, float_type, inside_sub = [], None, 0
+    for m in re.finditer(r"\\(begin|end)\s*\{(figure|table|subfigure|subtable)\*?\}|\\caption\s*(?:\[[^\]]*\])?\s*(?=\{)",
+                         body):
+        if m.group(2) in ("figure", "table"):
+            float_type = m.group(2) if m.group(1) == "begin" else float_type
+            continue
+        if m.group(2):   # a caption inside subfigure/subtable is a sub-caption, listed apart from the float's
+            inside_sub = max(0, inside_sub + (1 if m.group(1) == "begin" else -1))
             continue
         text, _ = _brace_arg(body, m.end())
-        if float_type and text and _plain(text):
+        if float_type and not inside_sub and text and _plain(text):
             captions.append({"type": float_type, "text": _plain(text)})
     if captions:
         oracle["captions"] = captions
