@@ -129,3 +129,21 @@ def test_cli_import_prints_the_summary_and_a_wrong_folder_is_a_clear_error(tmp_p
     assert "gold through both levels: 6/6 pass" in done.stdout
     wrong = run_cli("import", "jq", str(FIXTURE.parent), "--out", str(tmp_path / "x"))
     assert wrong.returncode != 0 and "Traceback" not in wrong.stderr and "jqStack.jsonl" in wrong.stderr
+
+
+def test_verify_names_every_surviving_mutant(tmp_path, monkeypatch, capsys):
+    """A mutant the oracle lets through is listed with its task and note, to be read (equivalent, or a
+    gap in the oracle); here one is made a copy of its gold, so it must survive."""
+    import yaml
+    from dslbench import cli
+    assert run_cli("import", "jq", str(FIXTURE), "--out", str(tmp_path)).returncode == 0
+    path = sorted((tmp_path / "jq").glob("*.yaml"))[0]
+    task = yaml.safe_load(path.read_text())
+    k = next(i for i, m in enumerate(task["mutants"]) if m["level"] == "semantic")
+    task["mutants"][k]["program"] = task["gold"]
+    path.write_text(yaml.safe_dump(task, sort_keys=False))
+    monkeypatch.setenv("DSLBENCH_TASKS", str(tmp_path))
+    assert cli._verify_import("jq", tmp_path) == 0
+    out = capsys.readouterr().out
+    assert f"  {task['id']} mutant {k}: {task['mutants'][k]['note']}: syntax pass, semantic pass" in out
+    assert out.count(" mutant ") == 1

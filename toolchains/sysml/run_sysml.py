@@ -48,6 +48,9 @@ KIND_NAMES = {"Enumeration": "enum", "Calculation": "calc", "Requirement": "requ
 # named elements whose grammar rules are not called ...Usage
 CONTROL_NODES = {"MergeNode": "merge", "DecisionNode": "decide", "ForkNode": "fork", "JoinNode": "join",
                  "Message": "message", "AcceptNode": "accept", "SendNode": "send", "AssignmentNode": "assign"}
+# the parse-tree classes a shorthand succession (`then`) can step to in an action or state body
+SUCCESSION_STEPS = {"ActionUsage", "StateUsage", "PerformActionUsage", "ExhibitStateUsage", "CalculationUsage",
+                    *CONTROL_NODES} - {"Message"}
 # usages that take their name from the feature they reference when they declare none (SysML v2:
 # PerformActionUsage, ExhibitStateUsage, IncludeUseCaseUsage and EventOccurrenceUsage namingFeature)
 NAMED_BY_REFERENCE = {"perform", "exhibit", "include use case", "event"}
@@ -347,10 +350,7 @@ class Extractor:
                 prev, pending = target or prev, False
             elif c.endswith("Member"):
                 els = [n for n in _all(part) if _is_rule(n) and _is_element(n)]
-                if els and _cls(els[0]) in ("ActionUsage", "StateUsage", "PerformActionUsage", "AcceptActionUsage",
-                                            "SendActionUsage", "ExhibitStateUsage", "AssignmentActionUsage",
-                                            "DecisionNode", "MergeNode", "ForkNode", "JoinNode", "CalculationUsage",
-                                            "AcceptNode", "SendNode", "AssignmentNode"):
+                if els and _cls(els[0]) in SUCCESSION_STEPS:
                     name = _as_ref(self._name_of(list(_decl(els[0])))[0]) or _first_name(els[0])
                     if pending and prev and name:
                         add(prev, name, part.start.line)
