@@ -198,10 +198,15 @@ def test_a_subworkflow_is_skipped_as_one(tmp_path):
     assert [(s.record, s.reason) for s in made.skipped] == [("nf-core/fastq_tally_all", "subworkflow")]
 
 
+def imported_task(module: str, tmp_path):
+    """The fixture nf-core module, imported and loaded as a task."""
+    got = toolchains.get("nextflow").import_upstream(FIX / "modules" / "nf-core" / module).tasks
+    return load_task_file(upstream.write_tasks("nextflow", got, tmp_path)[0], toolchains.get("nextflow").check_oracle)
+
+
 @pytest.mark.parametrize("module", ["seqkit", "tallyseq"])
 def test_imported_gold_passes_its_derived_oracle_and_its_mutants_fail_it(tasks, tmp_path, module):
-    got = toolchains.get("nextflow").import_upstream(FIX / "modules" / "nf-core" / module).tasks
-    task = load_task_file(upstream.write_tasks("nextflow", got, tmp_path)[0], toolchains.get("nextflow").check_oracle)
+    task = imported_task(module, tmp_path)
     out = pipeline.evaluate("nextflow", task, task.gold)
     assert out["syntax"]["status"] == "pass" and out["semantic"]["status"] == "pass", out
     assert len(task.mutants) == 3
@@ -218,8 +223,7 @@ def test_a_declaration_call_with_named_arguments_is_one_call_for_groovy_24(tasks
     assert nf.one_call_declarations(text) == (
         '    output:\n    path("A_${id}.h5ad"   , emit: adata)  // ), x\n    path (db, emit: db)\n'
         '    tuple val(meta), path("x"), emit: y\n    path("a"),\n        emit: z\n')
-    got = toolchains.get("nextflow").import_upstream(FIX / "modules" / "nf-core" / "tallyseq").tasks
-    task = load_task_file(upstream.write_tasks("nextflow", got, tmp_path)[0], toolchains.get("nextflow").check_oracle)
+    task = imported_task("tallyseq", tmp_path)
     line = 'tuple val(meta), path("*.log")       , emit: log'
     assert line in task.gold
     out = pipeline.evaluate("nextflow", task, task.gold.replace(line, 'path("*.log")       , emit: log'))
@@ -239,8 +243,7 @@ def test_a_closure_parameter_named_in_is_renamed_for_groovy_24(tasks, tmp_path):
         '    def a = x.sort {in_ -> in_.getName() }.collect { in_ ->  "-i ${in_} $in_" }\n'
         '    def b = y.findAll { in_ ->\n        in_ in z || (in_) }  // { in -> in }\n'
         '    def c = "{ in -> in }"; def d = w in z\n')
-    got = toolchains.get("nextflow").import_upstream(FIX / "modules" / "nf-core" / "tallyseq").tasks
-    task = load_task_file(upstream.write_tasks("nextflow", got, tmp_path)[0], toolchains.get("nextflow").check_oracle)
+    task = imported_task("tallyseq", tmp_path)
     line = "    def args   = task.ext.args ?: ''\n"
     assert line in task.gold
     closure = "    def inputs = reads.collect { in -> \"-i ${in}\" }.join(' ')\n"

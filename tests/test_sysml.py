@@ -351,3 +351,67 @@ def test_name_resolution_follows_the_sysml_v2_rules_the_release_examples_use(tas
     assert sem["status"] == "fail" and "typed by undefined definition 'Real'" in sem["diagnostics"]
     _, sem = judge(task, ok.replace("first go then stop;", "first go then halt;"))
     assert sem["status"] == "fail" and "succession then 'halt' does not resolve" in sem["diagnostics"]
+
+
+MUTANT_TARGETS = """package Photo {
+    item def Scene;
+    item def Image;
+    part def Lens;
+    action def Focus { in scene : Scene; out image : Image; }
+    action def TakePicture {
+        in item scene : Scene;
+    }
+    part def Camera {
+        part spare : Lens;
+        part lens : Lens[1..2];
+    }
+}
+"""
+DROP_TARGETS = """package Photo {
+    state def Modes {
+        state off;
+        transition off_to_on
+            first off
+            then on;
+        state on;
+        transition on_to_off first on then off;
+    }
+}
+"""
+
+
+def test_sysmbench_mutants_change_what_the_oracle_states_and_keep_the_design_parsing(tasks, tmp_path):
+    """Found on SysMBench: a usage was retyped (or a multiplicity changed) at the first place the text
+    matched, often another element (an action def's parameter), and a relation was dropped by deleting a
+    line that continued a statement, which broke the syntax. Each now targets the oracle's own element or
+    relation, by the parser's line, and only a whole statement is dropped."""
+    import importlib
+    tc = toolchains.get(DSL)
+    module = importlib.import_module("dslbench.plugins.sysml.sysmbench")
+    for k, design in enumerate((MUTANT_TARGETS, DROP_TARGETS)):
+        work = new_workdir()
+        try:
+            (work / tc.file_name).write_text(design, encoding="utf-8")
+            _, report = tc._parse(work)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        oracle = module.oracle_from_report(report)
+        made = {" ".join(m["note"].split(" ")[:2]): m["program"] for m in module.mutants(design, oracle, report)}
+        changed = {note: [a for a, b in zip(design.splitlines(), program.splitlines() + [""] * 9) if a != b][:1]
+                   for note, program in made.items()}
+        if design is MUTANT_TARGETS:
+            assert changed["scene typed"] == ["        in item scene : Scene;"]            # not Focus's parameter
+            assert changed["multiplicity [1..2]"] == ["        part lens : Lens[1..2];"]
+        else:
+            dropped = made["relation dropped:"]
+            assert "transition on_to_off" not in dropped and "transition off_to_on" in dropped and "then on;" in dropped
+        task_file = write_tasks(DSL, [{
+            "id": f"sysml-mutant-targets-{k}", "dsl": DSL, "domain": "Model-Driven Engineering", "title": "t",
+            "difficulty": "easy", "constructs": ["Part"], "failure_modes": [], "instruction": "Model it.\n",
+            "context": {}, "gold": design, "oracle": oracle, "split": "test", "mutants": [],
+            "provenance": {"source": "upstream", "benchmark": "SysMBench", "upstream_id": "t", "licence": "x"}}],
+            tmp_path)[0]
+        task = load_task_file(task_file, tc.check_oracle)
+        for note, program in made.items():
+            syn, sem = judge(task, program)
+            assert (syn["status"], sem["status"]) == ("pass", "fail"), (note, syn, sem)

@@ -81,25 +81,28 @@ def oracle_from_report(report: dict, max_elements: int = 40) -> dict:
         elements.append(spec)
     relations = []
     for r in report["relations"]:
-        k = r["kind"]
-        spec = None
-        if k == "satisfy" and not r.get("by"):
-            continue   # `satisfy R;` with no `by`: the oracle can only check a satisfy by what satisfies it
-        if k in ("satisfy", "verify") and r.get("requirement"):
-            spec = {"kind": k, "requirement": _seg(r["requirement"])}
-            if r.get("by"):
-                spec["by"] = _seg(r["by"])
-        elif k in ("connect", "interface") and len(r["ends"]) == 2:
-            spec = {"kind": k, "ends": [_seg(x) for x in r["ends"]]}
-        elif k == "flow" and len(r["ends"]) == 2:
-            spec = {"kind": "flow", "from": _seg(r["ends"][0]), "to": _seg(r["ends"][1])}
-        elif k == "succession" and r.get("first") and r.get("then"):
-            spec = {"kind": "succession", "first": _seg(r["first"]), "then": _seg(r["then"])}
-        elif k == "transition" and r.get("source") and r.get("target"):
-            spec = {"kind": "transition", "from": _seg(r["source"]), "to": _seg(r["target"])}
+        spec = relation_spec(r)
         if spec and spec not in relations:
             relations.append(spec)
     return {"elements": elements[:max_elements], "relations": relations}
+
+
+def relation_spec(r: dict) -> dict | None:
+    """The oracle's entry for one relation of the report (None: a relation the oracle does not check)."""
+    k = r["kind"]
+    if k == "satisfy" and not r.get("by"):
+        return None   # `satisfy R;` with no `by`: the oracle can only check a satisfy by what satisfies it
+    if k in ("satisfy", "verify") and r.get("requirement"):
+        return {"kind": k, "requirement": _seg(r["requirement"]), **({"by": _seg(r["by"])} if r.get("by") else {})}
+    if k in ("connect", "interface") and len(r["ends"]) == 2:
+        return {"kind": k, "ends": [_seg(x) for x in r["ends"]]}
+    if k == "flow" and len(r["ends"]) == 2:
+        return {"kind": "flow", "from": _seg(r["ends"][0]), "to": _seg(r["ends"][1])}
+    if k == "succession" and r.get("first") and r.get("then"):
+        return {"kind": "succession", "first": _seg(r["first"]), "then": _seg(r["then"])}
+    if k == "transition" and r.get("source") and r.get("target"):
+        return {"kind": "transition", "from": _seg(r["source"]), "to": _seg(r["target"])}
+    return None
 
 
 def load(tc, source: Path) -> Imported:
@@ -148,16 +151,22 @@ def _to_task(tc, i: int, rec: dict):
         "provenance": {"source": "upstream", "benchmark": "SysMBench", "upstream_id": uid,
                        **({"domain": domain} if domain else {}), **({"grammar": grammar} if grammar else {}),
                        "licence": "see the SysMBench release"},
-        "split": "test", "mutants": mutants(rec["design"], oracle)}
+        "split": "test", "mutants": mutants(rec["design"], oracle, report)}
 
 
-def mutants(gold: str, oracle: dict) -> list[dict]:
-    """Semantic slips of a reference design that its derived oracle must catch: a definition renamed
-    throughout (the model stays consistent), a usage typed by another definition, a multiplicity
-    changed, a relation dropped."""
+def mutants(gold: str, oracle: dict, report: dict) -> list[dict]:
+    """Semantic slips of what the reference design states (its derived oracle's elements and relations,
+    found in the design by the parser's line numbers): a definition renamed throughout (the model stays
+    consistent), a usage typed by another definition, a multiplicity changed, a relation statement
+    dropped."""
     from dslbench.upstream import one_mutant_per_kind
     elements = oracle["elements"]
     defs = [e["path"].split("::")[-1] for e in elements if e["kind"].endswith(" def")]
+    lines = gold.splitlines(keepends=True)
+    line_of = {e["qname"]: e["line"] for e in report["elements"]}
+
+    def on_line(n: int, new_text: str) -> str:
+        return "".join(lines[:n - 1] + [new_text] + lines[n:])
 
     def word(name: str) -> str:
         return (r"(?<![\w'])" + re.escape(name) + r"(?![\w'])") if re.fullmatch(r"\w+", name) else re.escape(f"'{name}'")
@@ -171,27 +180,37 @@ def mutants(gold: str, oracle: dict) -> list[dict]:
         for e in elements:
             t, usage = e.get("typed_by"), e["path"].split("::")[-1]
             others = [d for d in defs if d != t]
-            if t and others and re.fullmatch(r"\w+", usage):
-                m = re.search(word(usage) + r"\s*:\s*" + word(t), gold)
+            n = line_of.get(e["path"], 0)
+            if t and others and re.fullmatch(r"\w+", usage) and 0 < n <= len(lines):
+                m = re.search(word(usage) + r"\s*:\s*" + word(t), lines[n - 1])   # on the element's own line
                 if m:
                     other = others[0] if re.fullmatch(r"\w+", others[0]) else f"'{others[0]}'"
-                    yield f"{usage} typed by {others[0]} instead of {t}", gold[:m.start()] + f"{usage} : {other}" + gold[m.end():]
+                    text = lines[n - 1]
+                    yield (f"{usage} typed by {others[0]} instead of {t}",
+                           on_line(n, text[:m.start()] + f"{usage} : {other}" + text[m.end():]))
 
     def multiplicity():
-        m = re.search(r"\[(\d+)(\.\.(\d+|\*))?\]", gold)
-        if m and any("multiplicity" in e for e in elements):
-            upper = m.group(3)
-            changed = f"[{m.group(1)}..{int(upper) + 1}]" if upper and upper.isdigit() else f"[{int(m.group(1)) + 1}]" \
-                if not m.group(2) else f"[{int(m.group(1)) + 1}..{upper}]"
-            yield f"multiplicity {m.group(0)} -> {changed}", gold[:m.start()] + changed + gold[m.end():]
+        for e in elements:
+            n = line_of.get(e["path"], 0)
+            m = re.search(r"\[(\d+)(\.\.(\d+|\*))?\]", lines[n - 1]) if "multiplicity" in e and 0 < n <= len(lines) else None
+            if m:
+                upper = m.group(3)
+                changed = f"[{m.group(1)}..{int(upper) + 1}]" if upper and upper.isdigit() else f"[{int(m.group(1)) + 1}]" \
+                    if not m.group(2) else f"[{int(m.group(1)) + 1}..{upper}]"
+                text = lines[n - 1]
+                yield f"multiplicity {m.group(0)} -> {changed}", on_line(n, text[:m.start()] + changed + text[m.end():])
 
     def dropped():
-        if oracle["relations"]:
-            lines = gold.splitlines(keepends=True)
-            for k, line in enumerate(lines):
-                if re.match(r"\s*(satisfy|verify|connect|interface|flow|succession|first|then|transition)\b", line) \
-                        and line.rstrip().endswith(";"):
-                    yield f"relation dropped: {line.strip()[:60]}", "".join(lines[:k] + lines[k + 1:])
-                    return
+        for r in report["relations"]:
+            n = r["line"]
+            if relation_spec(r) in oracle["relations"] and 0 < n <= len(lines) and whole_statement(n):
+                yield f"relation dropped: {lines[n - 1].strip()[:60]}", "".join(lines[:n - 1] + lines[n:])
+                return
+
+    def whole_statement(n: int) -> bool:
+        """Line n holds one whole statement: it ends one, and the code before it ended one too."""
+        before = [re.sub(r"//.*", "", x).strip() for x in lines[:n - 1]]
+        before = [x for x in before if x]
+        return lines[n - 1].rstrip().endswith(";") and (not before or before[-1][-1] in ";{}")
 
     return one_mutant_per_kind(gold, [renamed(), retyped(), multiplicity(), dropped()])
