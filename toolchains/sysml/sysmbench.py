@@ -165,8 +165,14 @@ def mutants(gold: str, oracle: dict, report: dict) -> list[dict]:
     lines = gold.splitlines(keepends=True)
     line_of = {e["qname"]: e["line"] for e in report["elements"]}
 
-    def on_line(n: int, new_text: str) -> str:
-        return "".join(lines[:n - 1] + [new_text] + lines[n:])
+    def own_line(n: int) -> str:
+        """Line n of the design ("" when the parser's number is outside it)."""
+        return lines[n - 1] if 0 < n <= len(lines) else ""
+
+    def replaced(n: int, m: re.Match, new: str) -> str:
+        """The design with the span m of line n replaced by new."""
+        text = lines[n - 1]
+        return "".join(lines[:n - 1] + [text[:m.start()] + new + text[m.end():]] + lines[n:])
 
     def word(name: str) -> str:
         return (r"(?<![\w'])" + re.escape(name) + r"(?![\w'])") if re.fullmatch(r"\w+", name) else re.escape(f"'{name}'")
@@ -181,29 +187,26 @@ def mutants(gold: str, oracle: dict, report: dict) -> list[dict]:
             t, usage = e.get("typed_by"), e["path"].split("::")[-1]
             others = [d for d in defs if d != t]
             n = line_of.get(e["path"], 0)
-            if t and others and re.fullmatch(r"\w+", usage) and 0 < n <= len(lines):
-                m = re.search(word(usage) + r"\s*:\s*" + word(t), lines[n - 1])   # on the element's own line
-                if m:
-                    other = others[0] if re.fullmatch(r"\w+", others[0]) else f"'{others[0]}'"
-                    text = lines[n - 1]
-                    yield (f"{usage} typed by {others[0]} instead of {t}",
-                           on_line(n, text[:m.start()] + f"{usage} : {other}" + text[m.end():]))
+            m = re.search(word(usage) + r"\s*:\s*" + word(t), own_line(n)) \
+                if t and others and re.fullmatch(r"\w+", usage) else None
+            if m:
+                other = others[0] if re.fullmatch(r"\w+", others[0]) else f"'{others[0]}'"
+                yield f"{usage} typed by {others[0]} instead of {t}", replaced(n, m, f"{usage} : {other}")
 
     def multiplicity():
         for e in elements:
             n = line_of.get(e["path"], 0)
-            m = re.search(r"\[(\d+)(\.\.(\d+|\*))?\]", lines[n - 1]) if "multiplicity" in e and 0 < n <= len(lines) else None
+            m = re.search(r"\[(\d+)(\.\.(\d+|\*))?\]", own_line(n)) if "multiplicity" in e else None
             if m:
                 upper = m.group(3)
                 changed = f"[{m.group(1)}..{int(upper) + 1}]" if upper and upper.isdigit() else f"[{int(m.group(1)) + 1}]" \
                     if not m.group(2) else f"[{int(m.group(1)) + 1}..{upper}]"
-                text = lines[n - 1]
-                yield f"multiplicity {m.group(0)} -> {changed}", on_line(n, text[:m.start()] + changed + text[m.end():])
+                yield f"multiplicity {m.group(0)} -> {changed}", replaced(n, m, changed)
 
     def dropped():
         for r in report["relations"]:
             n = r["line"]
-            if relation_spec(r) in oracle["relations"] and 0 < n <= len(lines) and whole_statement(n):
+            if relation_spec(r) in oracle["relations"] and own_line(n) and whole_statement(n):
                 yield f"relation dropped: {lines[n - 1].strip()[:60]}", "".join(lines[:n - 1] + lines[n:])
                 return
 
