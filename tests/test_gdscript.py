@@ -134,7 +134,7 @@ def test_importer_maps_practices_and_skips_with_reasons():
     made = _import()
     assert isinstance(made, upstream.Imported) and made.read == 7
     by_title = {t["title"]: t for t in made.tasks}
-    assert sorted(by_title) == ["Count the Coins", "Spin the Wheel", "Wave Hello"]
+    assert sorted(by_title) == ["A Small Square", "Count the Coins", "Spin the Wheel", "Wave Hello"]
     coins, spin = by_title["Count the Coins"], by_title["Spin the Wheel"]
     assert coins["id"] == "gdscript-up-lesson-3-counting-coins-1"
     assert coins["provenance"]["upstream_id"] == "res://course/lesson-3-counting-coins/practice-Ab12Cd34.tres"
@@ -164,7 +164,6 @@ def test_importer_maps_practices_and_skips_with_reasons():
     assert {"get": "_animation_tree"} not in wave["scenarios"][0]["steps"]
     reasons = {s.record.rsplit("/", 1)[-1]: s.reason for s in made.skipped}
     assert reasons == {"practice-Yz56Ab78.tres": "needs_course_scene",       # get_children() of its scene
-                       "practice-Qr78St90.tres": "needs_course_class",       # extends the course's DrawingTurtle
                        "practice-Mn34Op56.tres": "malformed_record",         # names a missing tester
                        "practice-Uv12Wx34.tres": "needs_course_runtime"}     # another autoload (MessageBus)
     bad = next(s for s in made.skipped if s.reason == "malformed_record")
@@ -181,9 +180,35 @@ def test_importer_reads_the_course_folder_too_and_rejects_a_wrong_folder(tmp_pat
 
 def test_import_writes_valid_tasks_and_summary(tmp_path):
     report = upstream.import_upstream("gdscript", FIXTURES, tmp_path)
-    assert len(report.written) == 3 and report.read == 7
-    assert report.reasons() == {"needs_course_scene": 1, "malformed_record": 1, "needs_course_runtime": 1,
-                                "needs_course_class": 1}
+    assert len(report.written) == 4 and report.read == 7
+    assert report.reasons() == {"needs_course_scene": 1, "malformed_record": 1, "needs_course_runtime": 1}
+
+
+def test_a_course_class_is_taken_from_the_clone(tmp_path):
+    """A DrawingTurtle practice gets the clone's turtle script, an empty scene of the root type for the
+    scene it preloads, stand-ins for the nodes of the turtle's scene, and a probe of the drawing that
+    reads what the tester reads (absolute vertices, the heading)."""
+    square = next(t for t in _import().tasks if t["title"] == "A Small Square")
+    turtle = (FIXTURES / "course/common/turtle/DrawingTurtle.gd").read_text()
+    assert square["context"]["DrawingTurtle.gd"] == turtle
+    assert 'type="PanelContainer"' in square["context"]["DrawingTurtleLabel.tscn"]
+    assert "label_panel.tres" not in square["context"]["DrawingTurtleLabel.tscn"]      # looks are not given
+    assert '"class": "DrawingTurtle"' in square["context"]["project.godot"]
+    assert '"path": "res://DrawingTurtle.gd"' in square["context"]["project.godot"]
+    oracle = square["oracle"]
+    assert oracle["base"] == "Node2D"
+    assert [(n["path"], n["type"]) for n in oracle["nodes"]] == [("Canvas", "Node2D"), ("Pivot", "Position2D"),
+                                                               ("Pivot/Sprite", "Sprite")]
+    assert {"probe": "drawing"} in oracle["scenarios"][0]["steps"]
+    probe = oracle["probes"]["drawing"]
+    assert "point.abs()" in probe and '"facing"' in probe and "polygon.position" not in probe
+    # Without the class's script in the clone, the practice is skipped with the reason.
+    clone = tmp_path / "clone"
+    shutil.copytree(FIXTURES, clone)
+    (clone / "course/common/turtle/DrawingTurtle.gd").unlink()
+    skipped = {s.record.rsplit("/", 1)[-1]: s for s in _import(clone).skipped}
+    assert skipped["practice-Qr78St90.tres"].reason == "needs_course_class"
+    assert "not in the clone" in skipped["practice-Qr78St90.tres"].detail
 
 
 def test_tick_step_is_checked():
@@ -192,6 +217,10 @@ def test_tick_step_is_checked():
     assert spec({**ok, "output": True, "nodes": [{"path": "A/B", "type": "Label", "props": ["text"]}]}) == []
     assert [f for f, _ in spec({**ok, "output": 1, "nodes": [{"path": "../x", "type": "Label"}]})] == \
         ["nodes[0].path", "output"]
+    probed = {**ok, "probes": {"drawing": "extends Reference\n"}, "scenarios": [{"steps": [{"probe": "drawing"}]}]}
+    assert spec(probed) == []
+    assert [f for f, _ in spec({**probed, "probes": {}})] == ["scenarios[0].steps[0].probe"]
+    assert [f for f, _ in spec({**probed, "probes": {"drawing": 3}})] == ["probes.drawing"]
     bad = {"base": "Node2D", "scenarios": [{"steps": [{"tick": "x"}, {"tick": 5, "delta": 0}, {"get": "a"}]}]}
     assert [f for f, _ in spec(bad)] == ["scenarios[0].steps[0].tick", "scenarios[0].steps[1].delta"]
 
@@ -206,6 +235,17 @@ def test_imported_gold_passes_and_mutants_are_killed(godot, tmp_path):
     # _process is ticked: a slower wheel ends at another rotation.
     syn, sem = run(spin, spin.gold.replace("rotate(3 * delta)", "rotate(2 * delta)"))
     assert syn["status"] == "pass" and sem["status"] == "fail" and "get rotation" in sem["diagnostics"]
+    # The turtle's drawing: a shorter side, a missing turn and a left-handed square (the same square
+    # for the tester, which takes absolute vertices) through the probe.
+    square = tasks["A Small Square"]
+    end = "\n\n\nfunc _complete_run"                                 # the line after draw_square()
+    for old, new, status in (("move_forward(150)\n\tturn_right(90)" + end, "move_forward(140)\n\tturn_right(90)" + end, "fail"),
+                             ("\tturn_right(90)" + end, "\tpass" + end, "fail"),
+                             ("turn_right(90)", "turn_left(90)", "pass")):
+        assert old in square.gold
+        syn, sem = run(square, square.gold.replace(old, new))
+        assert syn["status"] == "pass" and sem["status"] == status, (new, sem)
+    assert square.mutants and all(run(square, m.program)[1]["status"] == "fail" for m in square.mutants)
     coins = tasks["Count the Coins"]
     for m in coins.mutants:
         syn, sem = run(coins, m.program)

@@ -11,6 +11,7 @@ extends SceneTree
 var tag := ""
 var started := false
 var recorded := {}
+var probes := {}
 
 
 func _idle(_delta):
@@ -30,6 +31,15 @@ func _idle(_delta):
 		return false
 	var plan: Dictionary = parsed.result
 	tag = plan["tag"]
+	# The oracle's probes: its own functions that reduce what a script made to the values compared.
+	for name in plan.get("probes", {}):
+		var probe := GDScript.new()
+		probe.source_code = plan["probes"][name]
+		if probe.reload() != OK:
+			print("DSLBENCH-HARNESS the oracle's probe %s does not compile" % name)
+			quit(3)
+			return false
+		probes[name] = probe.new()
 	for path in plan["scripts"]:
 		run_script(path, plan)
 	print(tag, " DONE")
@@ -176,6 +186,13 @@ func run_step(script, step: Dictionary, slots: Dictionary):
 			if is_instance_valid(target) and target.is_physics_processing() and target.has_method("_physics_process"):
 				target._physics_process(delta)
 		return null
+	if op == "probe":
+		if not probes.has(name):
+			return err("no probe %s" % name)
+		var out = probes[name].probe(target)
+		if step["as"] != "":
+			slots[step["as"]] = out
+		return ser(out, 0)
 	if op == "call":
 		if not target.has_method(name):
 			return err("no method %s" % name)

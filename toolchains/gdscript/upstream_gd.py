@@ -22,10 +22,13 @@ amount (PROBE_AMOUNTS; the variables read after each), what the script gave the 
 reaches (harness stand-ins of the scene's node types that record calls) and, when it prints, its
 output. The runtime context the
 course app gives a practice is given as task context: the stand-in course/Events.gd (the autoload's
-signal names, written for DSL-Bench) and a project.godot that registers it. A practice that needs more
-of the app (iterating or using the state of scene nodes, loading its resources, another autoload, or a
-course class such as DrawingTurtle, whose behaviour only the course's own code defines) is skipped
-with a reason.
+signal names, written for DSL-Bench) and a project.godot that registers it. A practice that uses the
+course's DrawingTurtle gets the turtle's script copied from the user's clone (registered as a global
+class; never bundled here), an empty scene of the same root type for the label scene it preloads,
+stand-ins for the nodes of the turtle's scene, and is judged through the oracle's probe of the drawing
+(turtle_probe: what the practice's tester reads). A practice that needs more of the app (iterating or
+using the state of scene nodes, loading its resources, another autoload, or another course class) is
+skipped with a reason.
 """
 from __future__ import annotations
 
@@ -165,11 +168,8 @@ def load_learn_gdscript(source: Path):
     return records
 
 
-# Course runtime we provide: autoload name -> stand-in file; class name -> (stand-in file, native base).
+# Course runtime we provide: autoload name -> stand-in file (ours, in STANDIN_DIR).
 STANDIN_AUTOLOADS = {"Events": "Events.gd"}
-# No course class is stood in for: a stand-in would have to reproduce the course's own code (the
-# turtle's drawing), so practices using one are skipped as needs_course_class.
-STANDIN_CLASSES: dict[str, tuple[str, str]] = {}
 STANDIN_DIR = Path(__file__).parent / "course"
 # What a script reaches in its scene: the nodes of the practice's .tscn (and the app around it).
 SCENE_USE = re.compile(r"\$[\"A-Za-z_]|\bget_node\(|\bfind_node\(|\bget_parent\(|\bget_child\(|\bget_children\(|"
@@ -196,7 +196,10 @@ class Project:
         text = (root / "project.godot").read_text(encoding="utf-8") if (root / "project.godot").exists() else ""
         section = re.search(r"^\[autoload\]\s*$(.*?)(?=^\[|\Z)", text, re.M | re.S)
         self.autoloads = set(re.findall(r"^(\w+)=", section.group(1), re.M)) if section else set(STANDIN_AUTOLOADS)
-        self.classes = set(re.findall(r'"class":\s*"(\w+)"', text)) or set(STANDIN_CLASSES)
+        # class name -> (res:// path of its script, native base) from _global_script_classes
+        self.class_scripts = {c: (path, base) for base, c, path in re.findall(
+            r'\{\s*"base":\s*"(\w+)",\s*"class":\s*"(\w+)",\s*"language":\s*"\w+",\s*"path":\s*"([^"]+)"\s*\}', text)}
+        self.classes = set(re.findall(r'"class":\s*"(\w+)"', text))
 
     def resolve(self, path: str, lesson_folder: Path) -> Path:
         if path.startswith("res://"):
@@ -204,12 +207,13 @@ class Project:
         return lesson_folder / path
 
 
-def project_godot(autoloads: list[str], classes: list[str]) -> str:
-    """A project.godot registering the stand-ins (res:// is the task's work directory)."""
+def project_godot(autoloads: list[str], classes: dict[str, dict]) -> str:
+    """A project.godot registering the autoload stand-ins and the course classes given (res:// is the
+    task's work directory)."""
     lines = ["; The course app's runtime that the practice uses, as stand-ins (DSL-Bench).", "config_version=4", ""]
     if classes:
-        entries = [f'{{\n"base": "{STANDIN_CLASSES[c][1]}",\n"class": "{c}",\n"language": "GDScript",\n'
-                   f'"path": "res://{STANDIN_CLASSES[c][0]}"\n}}' for c in classes]
+        entries = [f'{{\n"base": "{given["base"]}",\n"class": "{c}",\n"language": "GDScript",\n'
+                   f'"path": "res://{given["file"]}"\n}}' for c, given in classes.items()]
         lines.append("_global_script_classes=[ " + ", ".join(entries) + " ]")
         lines.append("_global_script_class_icons={\n" + ",\n".join(f'"{c}": ""' for c in classes) + "\n}")
         lines.append("")
@@ -217,6 +221,80 @@ def project_godot(autoloads: list[str], classes: list[str]) -> str:
     if autoloads:
         lines += ["[autoload]", ""] + [f'{a}="*res://{STANDIN_AUTOLOADS[a]}"' for a in autoloads] + [""]
     return "\n".join(lines)
+
+
+def turtle_probe(tester: str) -> dict[str, str]:
+    """The DrawingTurtle practices' probe: the drawing as the practice's tester reads it. Each non-empty
+    polygon's vertices relative to its first (absolute values where the tester takes them, so a
+    square drawn turning left is the same square), sorted; its position where the tester reads
+    positions; whether consecutive shapes overlap where it checks that (the jump is free); the
+    heading where it checks the turtle faces right."""
+    abs_ = ".abs()" in tester
+    lines = ["extends Reference", "", "", "func probe(turtle):", "\tvar shapes := []", "\tvar rects := []",
+             "\tfor polygon in turtle.get_polygons():", "\t\tif polygon.is_empty():", "\t\t\tcontinue",
+             "\t\tvar points := []", "\t\tfor point in polygon.get_points():",
+             "\t\t\tpoints.append(point.abs())" if abs_ else "\t\t\tpoints.append(point)",
+             "\t\tpoints.sort()",
+             "\t\tshapes.append([points, polygon.position])" if re.search(r"\.position\b", tester)
+             else "\t\tshapes.append(points)"]
+    out = ['"shapes": shapes']
+    if "get_positioned_rect" in tester:
+        lines.append("\t\trects.append(polygon.get_positioned_rect())")
+        out.append('"overlaps": overlaps(rects)')
+    if "turn_degrees" in tester:
+        out.append('"facing": wrapf(turtle.turn_degrees, 0.0, 360.0)')
+    lines.append("\treturn {" + ", ".join(out) + "}")
+    lines += ["", "", "func overlaps(rects: Array) -> Array:", "\tvar out := []",
+              "\tfor i in range(1, rects.size()):", "\t\tout.append(rects[i - 1].intersects(rects[i]))",
+              "\treturn out"]
+    return {"drawing": "\n".join(lines) + "\n"}
+
+
+# Course classes a practice may use, with the probe that reads what the class recorded. The class's
+# own code is copied from the user's clone into the task (course_class); it is never bundled here.
+COURSE_CLASS_PROBES = {"DrawingTurtle": turtle_probe}
+PRELOAD = re.compile(r"\b(?:pre)?load\(\s*\"([^\"]+)\"\s*\)")
+
+
+def course_class(project: Project, name: str, tester: str) -> dict | str:
+    """What a task needs to run a practice that uses the course class `name`, taken from the user's
+    clone: the class script (as a context file), an empty scene of the same root type for each scene it
+    preloads (the turtle's line labels: looks only), the nodes of the class's own scene (as harness
+    stand-ins) and the oracle's probe. Returns the reason when it cannot be given."""
+    if name not in COURSE_CLASS_PROBES:
+        return "only the course's own code defines it, and the oracle has no probe of what it records"
+    if name not in project.class_scripts:
+        return "project.godot does not register its script"
+    res, base = project.class_scripts[name]
+    script = project.resolve(res, project.root)
+    if not script.exists():
+        return f"its script {res} is not in the clone"
+    code = script.read_text(encoding="utf-8")
+    file = script.name
+    files = {file: code}
+    for path in PRELOAD.findall(re.sub(r"#.*", "", code)):
+        scene = script.parent / path
+        if path.startswith("res://") or not path.endswith(".tscn") or not scene.exists():
+            return f"its script loads {path}, which is not given"
+        root = NODE_SECTION.search(scene.read_text(encoding="utf-8", errors="replace"))
+        kind = re.search(r'type="(\w+)"', root.group(2)) if root else None
+        if kind is None:
+            return f"the scene {path} it loads has no typed root node"
+        files[path] = (f"; An empty stand-in of the course's {path} (DSL-Bench): its root type only.\n"
+                       f'[gd_scene format=2]\n\n[node name="{root.group(1)}" type="{kind.group(1)}"]\n')
+    nodes = []
+    for own in sorted(script.parent.glob("*.tscn")):
+        text = own.read_text(encoding="utf-8", errors="replace")
+        if res not in text:
+            continue
+        for node_name, attrs in NODE_SECTION.findall(text)[1:]:
+            parent = re.search(r'parent="([^"]*)"', attrs)
+            kind = re.search(r'type="(\w+)"', attrs)
+            path = node_name if parent is None or parent.group(1) == "." else f"{parent.group(1)}/{node_name}"
+            nodes.append({"path": path, "type": kind.group(1) if kind else "Node",
+                          "methods": [], "props": [], "signals": []})
+        break
+    return {"file": file, "base": base, "files": files, "nodes": nodes, "probes": COURSE_CLASS_PROBES[name](tester)}
 
 
 def _words(code: str) -> set[str]:
@@ -266,18 +344,20 @@ def convert_practice(record_id: str, record) -> dict | Skip:
     if other_autoloads:
         return Skip(record_id, "needs_course_runtime",
                     "uses the course app's autoload(s) " + ", ".join(other_autoloads))
-    other_classes = sorted((words & project.classes) - set(STANDIN_CLASSES) - {"PracticeTester"})
-    if other_classes:
-        return Skip(record_id, "needs_course_class", "uses the course class(es) " + ", ".join(other_classes))
+    classes = {}
+    for name in sorted((words & project.classes) - {"PracticeTester"}):
+        given = course_class(project, name, tester)
+        if isinstance(given, str):
+            return Skip(record_id, "needs_course_class", f"uses the course class {name}: {given}")
+        classes[name] = given
     run = next((f for f in ("_run", "run") if re.search(rf"^func {f}\(\s*\)", gold, re.M)), None)
     script_vars = re.findall(r"^(?:export(?:\([^)]*\))?\s+|onready\s+)?var\s+(\w+)", gold, re.M)
     if run is None and not script_vars:
         return Skip(record_id, "no_run_function", "the solution has no argument-free _run()/run() to call "
                                                   "and no script variable to read")
 
-    classes = sorted(words & set(STANDIN_CLASSES))
     autoloads = sorted(words & set(STANDIN_AUTOLOADS))
-    base = STANDIN_CLASSES[extends][1] if extends in STANDIN_CLASSES else extends
+    base = classes[extends]["base"] if extends in classes else extends
     node_base = base not in ("Reference", "Resource", "Object")
     tester_props = sorted({x for x in re.findall(r"\.(\w+)\b", tester) if x in NODE_PROPS})
     steps: list[dict] = [{"call": run, "ignore": True}] if run else []   # no run: the script's variables
@@ -292,11 +372,16 @@ def convert_practice(record_id: str, record) -> dict | Skip:
         tester_props += ["position", "rotation", "scale", "visible", "modulate"]
     own_vars = [v for v in dict.fromkeys(script_vars) if v not in refs]   # not the variables holding scene nodes
     compared = [{"get": v} for v in dict.fromkeys(own_vars + (tester_props if node_base else []))]
+    # What a course class recorded (the turtle's drawing), read through the oracle's probe.
+    compared += [{"probe": name} for given in classes.values() for name in given["probes"]]
     compared += probe_calls(gold, editable, tester)
     compared += probe_amounts(gold, editable, own_vars, {s["call"] for s in compared if "call" in s})
     types, values, own = scene_types(project, slice_path)
     nodes = standin_nodes(code, refs, types) if refs else []
-    stateful = [f"{n['path']}.{prop}" for n in nodes for prop in n.pop("state")]
+    # The nodes of a course class's own scene (the turtle's Pivot, Canvas, Camera2D), added as plain
+    # nodes of their types before the script reaches them.
+    nodes += [n for given in classes.values() for n in given["nodes"] if n["path"] not in {m["path"] for m in nodes}]
+    stateful = [f"{n['path']}.{prop}" for n in nodes for prop in n.pop("state", [])]
     if stateful:      # the script works with the node's own state: a recording stand-in is not enough
         return Skip(record_id, "needs_course_scene", "the solution uses the state of course scene nodes: "
                     + ", ".join(stateful))
@@ -321,12 +406,13 @@ def convert_practice(record_id: str, record) -> dict | Skip:
         return Skip(record_id, "nothing_to_compare", "no script variable or tester-read property to compare")
 
     context = {}
-    for c in classes:
-        context[STANDIN_CLASSES[c][0]] = (STANDIN_DIR / STANDIN_CLASSES[c][0]).read_text(encoding="utf-8")
+    for given in classes.values():
+        context.update(given["files"])
     for a in autoloads:
         context[STANDIN_AUTOLOADS[a]] = (STANDIN_DIR / STANDIN_AUTOLOADS[a]).read_text(encoding="utf-8")
     if context:
         context["project.godot"] = project_godot(autoloads, classes)
+    probes = {name: source for given in classes.values() for name, source in given["probes"].items()}
     lesson_slug = re.sub(r"[^a-z0-9]+", "-", folder.name.lower()).strip("-")
     given = ""
     if context:
@@ -343,6 +429,7 @@ def convert_practice(record_id: str, record) -> dict | Skip:
         "instruction": instruction, "context": context, "gold": gold,
         # A practice that prints (the first lessons) is judged on its printed lines too.
         "oracle": {"base": base, **({"nodes": nodes} if nodes else {}),
+                   **({"probes": probes} if probes else {}),
                    **({"output": True} if re.search(r"\bprint\(", code) else {}),
                    "scenarios": [{"name": "run the practice", "tree": node_base, "steps": steps}]},
         "provenance": {"source": "upstream", "benchmark": "learn-gdscript 1.x",

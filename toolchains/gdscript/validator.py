@@ -7,6 +7,9 @@ Oracle spec (task.oracle):
   base: Node2D                 class the script must extend (instance.is_class(base))
   new_args: [..]               optional arguments of new()
   output: true                 optional: the lines the script prints must equal the gold's
+  probes: {NAME: SOURCE}       optional GDScript sources (extends Reference) of probes, each with a
+                               `func probe(target)` whose return value a `probe` step compares (what
+                               a course class recorded, reduced as the course's tester reads it)
   nodes:                       optional stand-ins for scene nodes the script reaches ($Name, find_node):
     - {path: Name, type: Node2D, methods: [..], props: [..], signals: [..]}   added as children (owned)
                                before the instance enters the tree; methods the type lacks only record
@@ -22,6 +25,9 @@ Oracle spec (task.oracle):
         - emitted: SIGNAL      on, ignore, expect                 (emissions since the last check)
         - new: INNER_CLASS     args, as, ignore, expect           (an inner class / const script)
         - const: NAME          ignore, expect                     (a script constant or enum)
+        - probe: NAME          on, as, ignore, expect             (the oracle's probe NAME: its
+                                                                  `func probe(target)` reduces the object to
+                                                                  the value compared)
         - tick: FRAMES         delta (default 1/60)                (FRAMES simulated frames: each emits the
                                                                   tree's idle_frame/physics_frame signals, so
                                                                   a yield on them resumes, and calls
@@ -58,6 +64,7 @@ OPS = {                                         # step actions and the keys each
     "emitted": {"on", "ignore", "expect"},
     "new": {"args", "as", "ignore", "expect"},
     "const": {"ignore", "expect"},
+    "probe": {"on", "as", "ignore", "expect"},
     "tick": {"on", "delta"},
 }
 GODOT_TYPES = {"Vector2": 2, "Vector3": 3, "Rect2": 4, "Color": 4}
@@ -213,6 +220,7 @@ def plan_for(oracle: dict, tag: str, scripts: list[str]) -> dict:
     nodes = [{"path": n["path"], "type": n["type"], **{k: list(n.get(k, [])) for k in ("methods", "props", "signals")}}
              for n in oracle.get("nodes", [])]
     return {"tag": tag, "scripts": scripts, "base": oracle["base"], "nodes": nodes,
+            "probes": dict(oracle.get("probes", {})),
             "new_args": var_text(oracle.get("new_args", [])), "scenarios": scenarios}
 
 
@@ -390,6 +398,8 @@ class Validator(Toolchain):
                         value(f"{sw}.{key}", step[key])
                 if step.get("ignore") and "expect" in step:
                     problems.append((f"{sw}.expect", "an ignored step cannot have an expected value"))
+                if op == "probe" and step["probe"] not in o.get("probes", {}):
+                    problems.append((f"{sw}.probe", f"'{step['probe']}' is not one of the oracle's probes"))
                 if step.get("on", "self") not in slots:
                     problems.append((f"{sw}.on", f"'{step['on']}' is not 'self' or a slot stored by an earlier step's 'as'"))
                 slots.add(step.get("as", "self"))
