@@ -12,7 +12,7 @@ counts, captions). A fragment has no document to compile and compare: skipped (n
 Semantic mutants: the first numbered section taken out, the article/report class swapped, when the
 oracle checks them. With `check` (dslbench import --verify) a gold that does not pass both levels
 here is skipped with its reason: package_not_installed (from a TeX Live collection other than base,
-recommended, latex-extra and pictures, e.g. siunitx), missing_file (an image the gold includes),
+recommended, latex-extra, pictures, bibtex-extra and science), missing_file (an image the gold includes),
 needs_xelatex, gold_fails_syntax / gold_fails_semantic.
 """
 from __future__ import annotations
