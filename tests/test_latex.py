@@ -295,3 +295,15 @@ def test_runaway_expansion_fails_fast(available, tasks):
     prog = t.gold.replace(r"\begin{document}", "\\begin{document}\n\\def\\boom{x\\boom\\boom}\\boom")
     out = pipeline.evaluate("latex", t, prog)
     assert out["syntax"]["status"] == "fail" and "TeX capacity exceeded" in out["syntax"]["diagnostics"]
+
+
+def test_only_a_part_entry_is_split_at_its_hspace():
+    """The standard classes write a part's number as `I\\hspace{1em}`; a section title may hold such
+    text itself and is kept whole."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("run_latex", Path(__file__).parents[1] / "toolchains/latex/run_latex.py")
+    runner = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runner)
+    assert runner.numberline("II\\hspace {1em}Methods", "part") == ("II", "Methods")
+    assert runner.numberline("A\\hspace {1em}B", "section") == ("", runner.detex("A\\hspace {1em}B"))
+    assert runner.numberline("\\numberline {1.2}Results", "subsection") == ("1.2", "Results")

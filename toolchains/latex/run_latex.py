@@ -65,11 +65,11 @@ def detex(s: str) -> str:
     return re.sub(r"\s+", " ", s).strip()
 
 
-def numberline(entry: str):
+def numberline(entry: str, kind: str = ""):
     """Split '\\numberline {1.2}Title' into ('1.2', 'Title'), and a part's 'II\\hspace {1em}Title' (the
-    standard classes number parts that way) into ('II', 'Title')."""
+    standard classes number parts that way; other entries keep such text as their title) into ('II', 'Title')."""
     m = re.match(r"\s*\\numberline\s*", entry)
-    part = re.match(r"\s*([A-Za-z0-9.]+)\\hspace\s*\{[^{}]*\}", entry)
+    part = re.match(r"\s*([A-Za-z0-9.]+)\\hspace\s*\{[^{}]*\}", entry) if kind == "part" else None
     if part:
         return part.group(1), detex(entry[part.end():])
     if not m:
@@ -97,7 +97,7 @@ def read_aux(path: Path, out: dict, seen: set):
             if len(args) < 3:
                 continue
             kind, entry, page = args
-            num, title = numberline(entry)
+            num, title = numberline(entry, kind)
             item = {"type": kind, "number": num, "text": title, "page": detex(page)}
             (out["toc"] if ext == "toc" else out["captions"]).append(item)
         elif cmd == "newlabel":
