@@ -334,6 +334,9 @@ def selfcheck(dsls=None, executor: str | None = None, workers: int | None = None
     df["ok"] = ((df["syntax"] == df["expected_syntax"]) & (df["semantic"] == df["expected_semantic"])
                 & pd.Series(reasons_ok, index=df.index, dtype=bool)).astype(object)
     df.loc[unavailable, "ok"] = None
+    # What each mutant changed, so that a survivor can be read without reloading the tasks.
+    notes = {(t.id, m.level, i): m.note or "" for ts in tasks.values() for t in ts for i, m in enumerate(t.mutants)}
+    df["note"] = [notes.get((r.task_id, r.program, r.index), "") for r in df.itertuples()]
     return df.sort_values(["dsl", "task_id", "program", "index"]).reset_index(drop=True)
 
 
