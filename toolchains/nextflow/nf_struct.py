@@ -162,8 +162,11 @@ def renamed_in_parameters(text: str) -> str:
 def _in_as_name(word: re.Match) -> str:
     # `a in b` is the operator: its `in` follows the end of an operand; the name follows `{`, `${`, `$`,
     # `(`, `,`, `->`, `=` or another operator
-    before = word.string[:word.start()].rstrip()
-    return "in" if before[-1:].isalnum() or before[-1:] in ")]_'\"" else "in_"
+    text, i = word.string, word.start() - 1
+    while i >= 0 and text[i].isspace():       # the character before it, without copying the text
+        i -= 1
+    before = text[i] if i >= 0 else ""
+    return "in" if before.isalnum() or before in ")]_'\"" else "in_"
 
 
 def match_close(m: str, start: int) -> int:
