@@ -376,6 +376,11 @@ DROP_TARGETS = """package Photo {
         state on;
         transition on_to_off first on then off;
     }
+    state def Spare {
+        state on;
+        state off;
+        transition first on then off;
+    }
 }
 """
 
@@ -384,7 +389,8 @@ def test_sysmbench_mutants_change_what_the_oracle_states_and_keep_the_design_par
     """Found on SysMBench: a usage was retyped (or a multiplicity changed) at the first place the text
     matched, often another element (an action def's parameter), and a relation was dropped by deleting a
     line that continued a statement, which broke the syntax. Each now targets the oracle's own element or
-    relation, by the parser's line, and only a whole statement is dropped."""
+    relation, by the parser's line, and only a whole statement is dropped; a dropped transition that
+    another state machine repeats is caught, because transitions are scoped to their owner."""
     import importlib
     tc = toolchains.get(DSL)
     module = importlib.import_module("dslbench.plugins.sysml.sysmbench")
@@ -405,6 +411,10 @@ def test_sysmbench_mutants_change_what_the_oracle_states_and_keep_the_design_par
         else:
             dropped = made["relation dropped:"]
             assert "transition on_to_off" not in dropped and "transition off_to_on" in dropped and "then on;" in dropped
+            # Spare goes from on to off too: the oracle's transitions are scoped to their owner, so
+            # dropping Modes' one is still a missing transition.
+            assert {"kind": "transition", "from": "on", "to": "off", "in": "Modes"} in oracle["relations"]
+            assert "transition first on then off;" in dropped
         task_file = write_tasks(DSL, [{
             "id": f"sysml-mutant-targets-{k}", "dsl": DSL, "domain": "Model-Driven Engineering", "title": "t",
             "difficulty": "easy", "constructs": ["Part"], "failure_modes": [], "instruction": "Model it.\n",

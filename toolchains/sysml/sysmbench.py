@@ -16,7 +16,7 @@ from pathlib import Path
 from dslbench.upstream import Imported, Skip, convert_each
 
 from .diagnostics import dependency_diagnostics
-from .model import Model, _seg
+from .model import Model, _seg, _split
 
 UPSTREAM_KINDS_KEPT = {"part", "port", "attribute", "item", "action", "state", "requirement", "interface",
                        "enum", "constraint", "subject", "end", "perform", "exhibit", "verification", "connection",
@@ -99,10 +99,20 @@ def relation_spec(r: dict) -> dict | None:
     if k == "flow" and len(r["ends"]) == 2:
         return {"kind": "flow", "from": _seg(r["ends"][0]), "to": _seg(r["ends"][1])}
     if k == "succession" and r.get("first") and r.get("then"):
-        return {"kind": "succession", "first": _seg(r["first"]), "then": _seg(r["then"])}
+        return {"kind": "succession", "first": _seg(r["first"]), "then": _seg(r["then"]), **owner(r)}
     if k == "transition" and r.get("source") and r.get("target"):
-        return {"kind": "transition", "from": _seg(r["source"]), "to": _seg(r["target"])}
+        return {"kind": "transition", "from": _seg(r["source"]), "to": _seg(r["target"]), **owner(r)}
     return None
+
+
+def owner(r: dict) -> dict:
+    """`in`: the action or state that owns a succession or transition (its meaning is its owner's: two
+    state machines may both go `initial then off`), by its own name; nothing for an anonymous owner."""
+    scope = r.get("scope") or ""
+    while scope.endswith("::<anonymous>"):
+        scope = scope[:-len("::<anonymous>")]
+    name = _split(scope, "::")[-1] if scope else ""      # as the report spells it (quotes kept)
+    return {"in": name} if name and name != "<anonymous>" else {}
 
 
 def load(tc, source: Path) -> Imported:
