@@ -221,11 +221,16 @@ def oracle_diagnostics(m: Model, oracle: dict) -> list[tuple[str, str]]:
     return out
 
 
+def named_scope(scope: str) -> str:
+    """The nearest named owner of a relation's scope (a verify inside an objective is its requirement's)."""
+    while scope.endswith("::<anonymous>"):
+        scope = scope[:-len("::<anonymous>")]
+    return scope
+
+
 def _rel_matches(r, spec) -> bool:
     k = spec["kind"]
-    scope = r["scope"]
-    while scope.endswith("::<anonymous>"):      # e.g. a verify inside an objective
-        scope = scope[:-len("::<anonymous>")]
+    scope = named_scope(r["scope"])
     if "in" in spec and not (scope == spec["in"] or scope.endswith("::" + spec["in"])):
         return False
     if k in ("satisfy", "verify"):

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from dslbench.upstream import Imported, Skip, convert_each
 
-from .diagnostics import dependency_diagnostics
+from .diagnostics import dependency_diagnostics, named_scope
 from .model import Model, _seg, _split
 
 UPSTREAM_KINDS_KEPT = {"part", "port", "attribute", "item", "action", "state", "requirement", "interface",
@@ -108,9 +108,7 @@ def relation_spec(r: dict) -> dict | None:
 def owner(r: dict) -> dict:
     """`in`: the action or state that owns a succession or transition (its meaning is its owner's: two
     state machines may both go `initial then off`), by its own name; nothing for an anonymous owner."""
-    scope = r.get("scope") or ""
-    while scope.endswith("::<anonymous>"):
-        scope = scope[:-len("::<anonymous>")]
+    scope = named_scope(r.get("scope") or "")
     name = _split(scope, "::")[-1] if scope else ""      # as the report spells it (quotes kept)
     return {"in": name} if name and name != "<anonymous>" else {}
 
