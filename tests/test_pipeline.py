@@ -95,6 +95,18 @@ def test_dask_executor_gives_the_same_verdicts_as_the_process_pool():
     pd.testing.assert_frame_equal(local[cols], dask[cols])
 
 
+def test_selfcheck_shards_split_the_tasks_and_write_their_rows(tmp_path):
+    """--shard K/N checks every N-th task in id order from the K-th; --csv keeps one row per program."""
+    ids = sorted(t.id for t in load_tasks(["jq"])["jq"])
+    r = run_cli("selfcheck", "--dsl", "jq", "--shard", "5/8", "--csv", str(tmp_path / "rows.csv"), "--no-progress")
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    rows = pd.read_csv(tmp_path / "rows.csv")
+    assert sorted(set(rows["task_id"])) == ids[5::8]
+    assert set(rows["program"]) >= {"gold", "syntax", "semantic"} and rows["ok"].all()
+    bad = run_cli("selfcheck", "--dsl", "jq", "--shard", "8/8")
+    assert bad.returncode == 2 and "'8/8': give K/N with 0 <= K < N" in bad.stderr
+
+
 def test_pipeline_command_executes_the_stage_notebooks(tmp_path, monkeypatch):
     """Every stage on one sampled jq task (--sample reaches every stage kernel), then the book of the run."""
     run = tmp_path / "nbrun"

@@ -20,6 +20,14 @@ def _common(p: argparse.ArgumentParser, run=True):
     p.add_argument("--no-progress", action="store_true")
 
 
+def shard_arg(text: str) -> tuple[int, int]:
+    """`K/N` of `selfcheck --shard`: the K-th of N disjoint shards, 0 <= K < N."""
+    k, sep, n = text.partition("/")
+    if not (sep and k.isdigit() and n.isdigit() and 0 <= int(k) < int(n)):
+        raise argparse.ArgumentTypeError(f"{text!r}: give K/N with 0 <= K < N, e.g. 3/12")
+    return int(k), int(n)
+
+
 DOCTOR_WIDTH = 100   # a terminal's width: one short row per DSL, the details under --verbose / --json
 
 
@@ -139,7 +147,9 @@ def cmd_migrate(args) -> int:
 
 def cmd_selfcheck(args) -> int:
     from .pipeline import selfcheck
-    df = selfcheck(args.dsl, args.executor, args.workers, progress=not args.no_progress)
+    df = selfcheck(args.dsl, args.executor, args.workers, progress=not args.no_progress, shard=args.shard)
+    if args.csv:
+        df.to_csv(args.csv, index=False)
     bad = df[df["ok"] == False]  # noqa: E712 (None = unavailable, not judged)
     summary = df.groupby(["dsl", "program"]).agg(programs=("ok", "size"), ok=("ok", lambda s: int((s == True).sum())))  # noqa: E712
     print(summary.to_string())
@@ -425,6 +435,9 @@ def main(argv=None) -> int:
 
     p = sub.add_parser("selfcheck", help="gold must pass, known-bad programs must fail their level")
     _common(p, run=False)
+    p.add_argument("--shard", type=shard_arg, default=None, metavar="K/N",
+                   help="check only every N-th task of each DSL in id order, from the K-th (K = 0..N-1)")
+    p.add_argument("--csv", default=None, metavar="FILE", help="also write one row per program judged")
     p.set_defaults(fn=cmd_selfcheck)
 
     p = sub.add_parser("import", help="convert an upstream benchmark's files into task files")

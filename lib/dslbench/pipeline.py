@@ -305,7 +305,7 @@ SELFCHECK_COLUMNS = ["dsl", "task_id", "program", "index", "syntax", "semantic",
 
 
 def selfcheck(dsls=None, executor: str | None = None, workers: int | None = None, progress: bool = True,
-              limit: int | None = None) -> pd.DataFrame:
+              limit: int | None = None, shard: tuple[int, int] | None = None) -> pd.DataFrame:
     """Run every gold solution and known-bad program; column `ok` says whether it got what it must.
 
     Gold and its equivalents (correct programs that differ from it) must pass both levels; a syntax
@@ -313,8 +313,13 @@ def selfcheck(dsls=None, executor: str | None = None, workers: int | None = None
     semantics with an oracle reason (wrong output, a failed structural check or proof, a runtime error).
     A placeholder gold (Toolchain.gold_is_solution is False: the upstream ships no solution) is checked
     like a semantic mutant, as kind `placeholder_gold`. Unavailable toolchains give ok = None.
+    `shard` = (k, n) keeps every n-th task of each DSL in id order, starting at the k-th (0-based), so
+    that n runs, on other days or machines, check a large imported set exactly once between them.
     """
     tasks = load_tasks(dsls or None, limit=limit)
+    if shard:
+        k, n = shard
+        tasks = {dsl: sorted(ts, key=lambda t: t.id)[k::n] for dsl, ts in tasks.items()}
     jobs = []
     for dsl, ts in tasks.items():
         for t in ts:
