@@ -6,7 +6,8 @@ despite the suffix, all but high-fidelity.jsonl hold pretty-printed JSON objects
 id, instruction, properties_to_be_validated (PLCverif patterns, or null); only the 21 high-fidelity
 records add ground_truth (the reference ST), test_cases and (mostly) difficulty. A record without
 reference code has no executable oracle here and is skipped (no_reference_code); so is one whose
-reference POU cannot be driven through elementary ports (reference_interface gives the code).
+reference POU cannot be driven through elementary ports or one-dimensional arrays of them, or reads a
+VAR_OUTPUT it never writes (reference_interface gives the code). A VAR_IN_OUT is compared like an output.
 Earlier invented fixtures name the reference `code` or `reference_code`: read as well.
 
 A task's oracle runs the reference and the candidate on seeded input sequences (expected_from: gold);
@@ -27,7 +28,7 @@ from pathlib import Path
 
 from dslbench.upstream import Imported, NotThisBenchmark, Skip, convert_each, dump_task, one_mutant_per_kind
 
-from .validator import ELEMENTARY
+from .validator import ELEMENTARY, port_type
 
 FOLDERS = ("benchmark_v1", "benchmark_v2")
 S7_ATTRIBUTE = re.compile(r"^[ \t]*\{\s*S7_\w+\s*:=\s*'[^']*'\s*\}[ \t]*\n", re.M)
@@ -118,7 +119,7 @@ def check_golds(made: Imported, tc, labels: dict) -> Imported:
 
 HEADER = re.compile(r"^\s*(FUNCTION_BLOCK|FUNCTION|PROGRAM)\s+([A-Za-z_]\w*)\s*(?::\s*([A-Za-z_]\w*))?",
                     re.I | re.M)
-SECTION = re.compile(r"\b(VAR_INPUT|VAR_OUTPUT)\b(.*?)\bEND_VAR\b", re.I | re.S)
+SECTION = re.compile(r"\b(VAR_INPUT|VAR_OUTPUT|VAR_IN_OUT)\b(.*?)\bEND_VAR\b", re.I | re.S)
 
 
 # text that is no statement: comments, pragmas and string literals
@@ -141,21 +142,38 @@ def reference_interface(code: str) -> tuple[dict | None, str, str]:
     kind, name, ret = m.group(1).upper(), m.group(2), m.group(3)
     end = re.search(r"\bEND_" + kind + r"\b", text[m.end():], re.I)
     body = text[m.end(): m.end() + end.start()] if end else text[m.end():]
-    ports = {"VAR_INPUT": {}, "VAR_OUTPUT": {}}
+    ports = {"VAR_INPUT": {}, "VAR_OUTPUT": {}, "VAR_IN_OUT": {}}
     for sec, decls in SECTION.findall(re.sub(r"\{[^{}]*\}", " ", body)):      # pragmas out
         for decl in decls.split(";"):             # every `names : type [:= init]`, arrays and structs too
             if ":" not in decl:
                 continue
             names, t = decl.split(":", 1)
             t = " ".join(t.split(":=")[0].split())
-            if t.upper() not in ELEMENTARY:
-                return None, "non_elementary_port", f"port type {t} is not elementary (the oracle drives elementary ports only)"
+            port = port_type(t)
+            if port is None:
+                return None, "non_elementary_port", (f"port type {t} is neither elementary nor a one-dimensional "
+                                                     "array of an elementary type (the oracle drives only those)")
+            if (port[1] or 0) > MAX_ARRAY_PORT:
+                return None, "array_port_too_large", (f"port type {t}: {port[1]} elements a scan over "
+                                                      f"{SEQUENCES * STEPS} scans is more than the task file and "
+                                                      f"our evaluator's step budget take (at most {MAX_ARRAY_PORT})")
             for n in names.split(","):
                 if n.split():
-                    ports[sec.upper()][n.split()[0]] = t.upper()     # `x AT %IX0.0` is x
+                    ports[sec.upper()][n.split()[0]] = port[2]     # `x AT %IX0.0` is x
     if not ports["VAR_INPUT"]:
         return None, "no_inputs", "the reference POU has no VAR_INPUT to drive"
+    statements = body[list(re.finditer(r"\bEND_VAR\b", body, re.I))[-1].end():]
+    for out in ports["VAR_OUTPUT"]:
+        if (re.search(rf"\b{out}\b", statements, re.I)
+                and not re.search(rf"\b{out}\b\s*(\[[^\]]*\])?\s*:=|=>\s*{out}\b", statements, re.I)):
+            return None, "output_read_as_parameter", (
+                f"VAR_OUTPUT {out} is read but never written: the reference takes it as a setting the caller "
+                "writes into the instance (the upstream test cases set it), which our oracle does not drive")
     iface = {"pou": kind, "name": name, "inputs": ports["VAR_INPUT"], "outputs": ports["VAR_OUTPUT"]}
+    if ports["VAR_IN_OUT"] and kind != "FUNCTION":
+        # the caller's variable, passed by reference: it keeps its value between scans and is compared
+        # after each one like an output (a database the block fills, a buffer it sorts)
+        iface["in_outs"] = ports["VAR_IN_OUT"]
     if kind == "FUNCTION":
         if not ret or ret.upper() not in ELEMENTARY:
             return None, "no_return_type", "FUNCTION without an elementary return type"
@@ -177,9 +195,23 @@ def _boundary_values(code: str) -> list[int]:
     return sorted({c + d for c in consts | {0} for d in (-1, 0, 1)})
 
 
+def _compared_values(code: str, name: str) -> list[int]:
+    """The constants the code compares input `name` with directly (`Month = 2`, `29 < Day`) and their
+    neighbours: where that input's branches turn. A draw from all the code's constants seldom gives
+    two inputs their bounds at once (February 29 needs Month = 2 and Day = 29)."""
+    text, op = code_only(code), r"(?:<>|<=|>=|<|>|(?<![:<>=])=(?!>))"
+    consts = {int(float(c)) for c in re.findall(rf"\b{re.escape(name)}\b\s*{op}\s*(-?\d+(?:\.\d+)?)(?![\w#.])", text, re.I)}
+    consts |= {int(float(c)) for c in re.findall(rf"(?<![\w#.])(-?\d+(?:\.\d+)?)\s*{op}\s*\b{re.escape(name)}\b", text, re.I)}
+    return sorted({c + d for c in consts for d in (-1, 0, 1)})
+
+
 def _random_value(rng, t: str, near=(), p_true=0.5):
     """A value of type t: half the time one of `near` (when it fits the type), else a uniform draw over a
-    range that also spans `near` (a 4-20 mA scaling tests 1200..7000, far beyond +-100)."""
+    range that also spans `near` (a 4-20 mA scaling tests 1200..7000, far beyond +-100). An array port
+    gets a list of such values, one per element."""
+    elem, length, _ = port_type(t)
+    if length is not None:
+        return [_random_value(rng, elem, near, p_true) for _ in range(length)]
     t = t.upper()
     lo, hi = INT_RANGE.get(t, (None, None))
     fits = [v for v in near if lo is None or lo <= v <= hi]
@@ -212,6 +244,8 @@ def _properties_text(props) -> str:
 
 # long enough for a state machine to go round (a counter to its limit, a sequence through its steps)
 SEQUENCES, STEPS = 8, 24
+# an array port's values are written out for every scan: 100 elements keep a task file under 1 MB
+MAX_ARRAY_PORT = 100
 
 
 def agents4plc_task(rec, where: str, split_name: str = "") -> tuple[dict | None, str, str]:
@@ -235,12 +269,13 @@ def agents4plc_task(rec, where: str, split_name: str = "") -> tuple[dict | None,
     seed = zlib.crc32(str(rid).encode())
     rng = random.Random(seed)
     near = _boundary_values(code)
+    near_input = {n: _compared_values(code, n) or near for n in iface["inputs"]}
     sequences = []
     for s in range(SEQUENCES):
         # after the first sequence each BOOL input leans one way (a reset seldom set, a push often): a state
         # machine or a counter then gets deep, which fair coin flips on every input seldom allow
         p_true = {n: 0.5 if s == 0 else rng.choice((0.1, 0.9)) for n in iface["inputs"]}
-        steps = [{"in": {n: _random_value(rng, t, near, p_true[n]) for n, t in iface["inputs"].items()}}
+        steps = [{"in": {n: _random_value(rng, t, near_input[n], p_true[n]) for n, t in iface["inputs"].items()}}
                  for _ in range(STEPS)]
         sequences.append({"name": f"seeded sequence {s + 1}", "steps": steps})
     oracle = {**iface, "cycle_ms": 100, "tolerance": 1e-6, "expected_from": "gold", "sequences": sequences}
@@ -251,6 +286,8 @@ def agents4plc_task(rec, where: str, split_name: str = "") -> tuple[dict | None,
                     + ", ".join(f"{n} : {t}" for n, t in iface["inputs"].items())
                     + (", VAR_OUTPUT " + ", ".join(f"{n} : {t}" for n, t in iface["outputs"].items())
                        if iface["outputs"] else "")
+                    + (", VAR_IN_OUT " + ", ".join(f"{n} : {t}" for n, t in iface["in_outs"].items())
+                       if iface.get("in_outs") else "")
                     + (f", returning {iface['returns']}" if iface.get("returns") else "") + ".")
     if props:
         instruction += "\n\nProperties to be validated:\n" + props

@@ -113,7 +113,7 @@ class Converter:
         init = getattr(d, "init", None)
         if isinstance(init, tf.ArrayTypeInitialization):
             t = self.array_type(init.spec)
-            value = None if init.value is None else ["unsupported", "array initial value", line]
+            value = None if init.value is None else self.array_init(init.value, line)
         elif isinstance(init, tf.TypeInitialization):
             t = self.type_of(init.spec)
             value = self.expr(init.value) if init.value is not None else None
@@ -140,6 +140,24 @@ class Converter:
         elem = spec.type
         elem = self.type_of(elem) if not isinstance(elem, str) else elem.upper()
         return ["ARRAY", dims, elem]
+
+    def array_init(self, value, line):
+        """`[31, 28, 2(0)]` -> ["array_init", [[repeat count, element expression], ...], line]."""
+        if not isinstance(value, self.tf.ArrayInitialization):
+            return ["unsupported", f"array initial value {type(value).__name__}", line]
+        items = []
+        for el in value.elements:
+            count = 1 if el.count is None else self.const(el.count)
+            if isinstance(el.element, self.tf.ArrayInitialization):   # blark nests the tail of the list
+                inner = self.array_init(el.element, line)
+                if inner[0] != "array_init":
+                    return inner
+                items += inner[1] * count
+            elif isinstance(el.element, self.tf.Expression):
+                items.append([count, self.expr(el.element)])
+            else:
+                return ["unsupported", f"array initial element {type(el.element).__name__}", line]
+        return ["array_init", items, line]
 
     def const(self, e):
         ir = self.expr(e)

@@ -6,6 +6,7 @@ parse tree, and it runs inside the sandbox (copied into the work directory with 
 IR (all identifiers upper-cased: ST is case-insensitive)
   pou   {"kind": FUNCTION|FUNCTION_BLOCK|PROGRAM, "name", "line", "returns": type|None,
          "vars": [{"name", "section", "type", "init", "line"}], "body": [stmt]}
+  init  expr | ["array_init", [[repeat count, expr], ...], line]   (an array's `[1, 2, 3(0)]`)
   type  "INT" | "TON" | <FB name> | ["ARRAY", [[lo, hi], ...], elem_type]
   expr  ["lit", type, value] | ["var", name, line] | ["index", expr, [expr], line]
         | ["field", expr, name, line] | ["bin", op, a, b, line] | ["un", op, a, line]
@@ -120,7 +121,13 @@ class Checker:
                 self.scope.setdefault(pou["name"], pou["returns"])
             for v in pou["vars"]:
                 self.check_type(v["type"], v["line"])
-                if v.get("init") is not None:
+                if v.get("init") is not None and v["init"][0] == "array_init" and isinstance(v["type"], list):
+                    for _, expr in v["init"][1]:
+                        t = self.expr(expr)
+                        if not assignable(v["type"][2], t):
+                            self.err(v["line"], f"initial value of {v['name']} has an element of {type_text(t)}, "
+                                                f"declared {type_text(v['type'])}")
+                elif v.get("init") is not None:
                     t = self.expr(v["init"])
                     if not assignable(v["type"], t):
                         self.err(v["line"], f"initial value of {v['name']} is {type_text(t)}, "
@@ -498,14 +505,28 @@ class Instance:
         self.pous = pous
         self.initialized = False
 
+    def initial_value(self, v, ev):
+        """A variable's value before its first scan (VAR_TEMP: before every scan): its declared initial
+        value, or the type's default. An array's list fills it in index order; the rest keep the default."""
+        value = default_value(v["type"], self.pous)
+        init = v.get("init")
+        if init is None:
+            return value
+        if not isinstance(value, dict):
+            return coerce(v["type"], ev.eval(init, self))
+        if init[0] != "array_init":
+            raise Unsupported(init[1] if init[0] == "unsupported" else "array initial value")
+        items = [ev.eval(expr, self) for count, expr in init[1] for _ in range(count)]
+        indices = _indices(value["dims"])
+        if len(items) > len(indices):
+            raise STError(f"line {init[2]}: {len(items)} initial values for {len(indices)} array elements")
+        for idx, item in zip(indices, items):
+            value["data"][idx] = coerce(v["type"][2], item)
+        return value
+
     def init(self, ev):
         for v in self.pou["vars"]:
-            value = default_value(v["type"], self.pous)
-            if v.get("init") is not None:
-                if isinstance(value, dict):
-                    raise Unsupported("array initial values")
-                value = coerce(v["type"], ev.eval(v["init"], self))
-            self.vars[v["name"]] = value
+            self.vars[v["name"]] = self.initial_value(v, ev)
         if self.pou["name"] in self.types and self.pou["name"] not in self.vars:
             self.vars[self.pou["name"]] = default_value(self.types[self.pou["name"]], self.pous)
         self.initialized = True
@@ -516,8 +537,7 @@ class Instance:
         # VAR_TEMP is re-initialised on every call
         for v in self.pou["vars"]:
             if v["section"] == "TEMP":
-                self.vars[v["name"]] = (coerce(v["type"], ev.eval(v["init"], self)) if v.get("init") is not None
-                                        else default_value(v["type"], self.pous))
+                self.vars[v["name"]] = self.initial_value(v, ev)
         try:
             ev.block(self.pou["body"], self)
         except Return:
@@ -827,6 +847,8 @@ def interface_problems(pous: list[dict], oracle: dict) -> list[tuple[str, str]]:
         out.append((f"{oracle['name']} is a {pou['kind']}, not the required POU kind",
                     f"{oracle['name']} is a {oracle['pou']}"))
     sections = {"INPUT": oracle.get("inputs", {}), "OUTPUT": oracle.get("outputs", {})}
+    if "in_outs" in oracle:    # only tasks that name them require exactly these VAR_IN_OUT
+        sections["IN_OUT"] = oracle["in_outs"]
     for section, wanted in sections.items():
         have = {v["name"]: v["type"] for v in pou["vars"] if v["section"] == section}
         for name, t in wanted.items():
@@ -849,7 +871,18 @@ def _norm_type(t: str) -> str:
     return re.sub(r"\s+", " ", t.upper().replace("[", "[").strip())
 
 
+def _as_list(v):
+    """A one-dimensional array's elements in index order (how the oracle writes them); other values as they are."""
+    if isinstance(v, dict) and len(v.get("dims", ())) == 1:
+        return [v["data"][(i,)] for i in range(v["dims"][0][0], v["dims"][0][1] + 1)]
+    return v
+
+
 def _same(got, want, tol) -> bool:
+    got, want = _as_list(got), _as_list(want)
+    if isinstance(want, list) or isinstance(got, list):
+        return (isinstance(got, list) and isinstance(want, list) and len(got) == len(want)
+                and all(_same(g, w, tol) for g, w in zip(got, want)))
     if isinstance(want, bool) or isinstance(got, bool):
         return isinstance(got, bool) and isinstance(want, bool) and got == want
     if isinstance(want, float) or isinstance(got, float):
@@ -858,6 +891,9 @@ def _same(got, want, tol) -> bool:
 
 
 def _show(v):
+    v = _as_list(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(_show(x) for x in v) + "]"
     if isinstance(v, bool):
         return "TRUE" if v else "FALSE"
     if isinstance(v, float):
@@ -925,7 +961,8 @@ def expected_from_gold(gold_pous: list[dict], oracle: dict, step_budget: int = 2
     filled = {**oracle, "sequences": []}
     name = oracle["name"].upper()
     pou = {p["name"]: p for p in gold_pous}[name]
-    outputs = [v["name"] for v in pou["vars"] if v["section"] == "OUTPUT"]
+    in_outs = {n.upper() for n in oracle.get("in_outs", {})}
+    outputs = [v["name"] for v in pou["vars"] if v["section"] == "OUTPUT" or v["name"] in in_outs]
     for seq in oracle["sequences"]:
         ev = Evaluator(gold_pous, step_budget)
         inst = Instance(pou, ev.pous)
@@ -942,8 +979,9 @@ def expected_from_gold(gold_pous: list[dict], oracle: dict, step_budget: int = 2
             for n, v in step.get("in", {}).items():
                 inst.vars[n.upper()] = coerce(inst.types[n.upper()], _to_st(v, inst.types[n.upper()]))
             inst.execute(ev)
-            steps.append({"in": step.get("in", {}), "out": {n: inst.vars[n] for n in outputs
-                                                            if not isinstance(inst.vars[n], (dict, StdFB, Instance))}})
+            values = {n: _as_list(inst.vars[n]) for n in outputs}
+            steps.append({"in": step.get("in", {}), "out": {n: v for n, v in values.items()
+                                                            if not isinstance(v, (dict, StdFB, Instance))}})
         filled["sequences"].append({**seq, "steps": steps})
     return filled
 
@@ -961,6 +999,11 @@ def parse_time(text: str) -> int:
 
 
 def _to_st(v, t):
+    if isinstance(t, list) and isinstance(v, list):    # an array port's values, a list in index order
+        (lo, hi), elem = t[1][0], t[2]
+        if len(t[1]) != 1 or len(v) != hi - lo + 1:
+            raise ValueError(f"{len(v)} value(s) for {type_text(t)}")
+        return {"dims": t[1], "data": {(lo + i,): coerce(elem, _to_st(x, elem)) for i, x in enumerate(v)}}
     f = family(t)
     if f == "TIME" and isinstance(v, int) and not isinstance(v, bool):
         return v

@@ -21,6 +21,20 @@ IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ELEMENTARY = {"BOOL", "SINT", "INT", "DINT", "LINT", "USINT", "UINT", "UDINT", "ULINT", "BYTE", "WORD", "DWORD",
               "LWORD", "REAL", "LREAL", "TIME", "STRING"}
 TIME_LIT = re.compile(r"^T#(\d+(\.\d+)?(d|h|ms|m|s)_?)+$", re.I)
+ARRAY_PORT = re.compile(r"^ARRAY\s*\[\s*(-?\d+)\s*\.\.\s*(-?\d+)\s*\]\s*OF\s+([A-Za-z]+)$", re.I)
+
+
+def port_type(text: str) -> tuple[str, int | None, str] | None:
+    """(element type, array length or None, canonical spelling) of a port type: an elementary type or a
+    one-dimensional ARRAY[lo..hi] OF an elementary type, as the evaluator writes it; None otherwise."""
+    t = " ".join(str(text).split()).upper()
+    if t in ELEMENTARY:
+        return t, None, t
+    m = ARRAY_PORT.match(t)
+    if not m or m.group(3) not in ELEMENTARY or int(m.group(2)) < int(m.group(1)):
+        return None
+    lo, hi, elem = int(m.group(1)), int(m.group(2)), m.group(3)
+    return elem, hi - lo + 1, f"ARRAY[{lo}..{hi}] OF {elem}"
 
 
 def _plc_version(plc: str) -> str:
@@ -29,6 +43,9 @@ def _plc_version(plc: str) -> str:
 
 
 def _value_ok(type_name: str, value) -> bool:
+    port = port_type(type_name)
+    if port and port[1] is not None:    # an array port takes a list of its length, in index order
+        return isinstance(value, list) and len(value) == port[1] and all(_value_ok(port[0], v) for v in value)
     t = type_name.upper()
     if t == "BOOL":
         return isinstance(value, bool)
@@ -63,7 +80,7 @@ class Validator(Toolchain):
     # --- oracle spec --------------------------------------------------------------------------------
     def oracle_rules(self, task):
         o, problems, ports = task.oracle, [], {}
-        for section in ("inputs", "outputs"):
+        for section in ("inputs", "outputs", "in_outs"):
             for name, t in o.get(section, {}).items():
                 if not isinstance(name, str) or not IDENT.match(name):
                     problems.append((f"{section}.{name}", "not an ST identifier"))
@@ -83,11 +100,12 @@ class Validator(Toolchain):
                     elif "returns" in o and not _value_ok(o["returns"], step["ret"]):
                         problems.append((f"{w}.ret", f"{step['ret']!r} is not a {o['returns']} value"))
                     checks += 1
-                for key, section in (("in", "inputs"), ("out", "outputs")):
+                for key, sections in (("in", ("inputs",)), ("out", ("outputs", "in_outs"))):
                     for name, value in step.get(key, {}).items():
-                        t = ports.get((section, str(name).upper()))
+                        t = next((ports[(sec, str(name).upper())] for sec in sections
+                                  if (sec, str(name).upper()) in ports), None)
                         if t is None:
-                            problems.append((f"{w}.{key}.{name}", f"not one of the oracle's {section}"))
+                            problems.append((f"{w}.{key}.{name}", f"not one of the oracle's {' or '.join(sections)}"))
                         elif not _value_ok(t, value):
                             problems.append((f"{w}.{key}.{name}", f"{value!r} is not a {t} value"))
                 checks += len(step.get("out", {}))
