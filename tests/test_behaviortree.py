@@ -218,7 +218,7 @@ def test_btgenbot_import_maps_fields_and_migrates(tmp_path, tasks):
     tc = toolchains.get(DSL)
     imported = tc.import_upstream(UPSTREAM)
     by_id = {t["id"]: t for t in imported.tasks}
-    assert sorted(by_id) == [f"behaviortree-btgenbot-{i:04d}" for i in (0, 1, 2, 6, 7, 9, 11, 12)]
+    assert sorted(by_id) == [f"behaviortree-btgenbot-{i:04d}" for i in (0, 1, 2, 6, 7, 9, 11, 12, 13)]
     skipped = {s.record: s for s in imported.skipped}
     assert {k: s.reason for k, s in skipped.items()} == {
         "3": "nav2_plugin_node", "4": "malformed_xml", "5": "runtime_error", "8": "invalid_node_id",
@@ -252,8 +252,16 @@ def test_btgenbot_import_maps_fields_and_migrates(tmp_path, tasks):
     # Repeat num_cycles="{laps}": the entry starts as a number, not a placeholder string
     assert by_id["behaviortree-btgenbot-0011"]["oracle"]["scenarios"][0]["blackboard"]["laps"] == "1"
     assert 'success_count="1" failure_count="2"' in by_id["behaviortree-btgenbot-0012"]["gold"]
+    # BT.CPP 4 looks the children of a reactive node up by element name: the explicit form is written
+    # compact there (the kind kept in the palette); an ID on a built-in node becomes its name
+    docking = by_id["behaviortree-btgenbot-0013"]
+    assert '<BatteryLow />' in docking["gold"] and '<ReturnToDock dock="{dock}" />' in docking["gold"]
+    assert '<Action ID="ContinueMowing" />' in docking["gold"] and '<Fallback name="Docking">' in docking["gold"]
+    assert '<Condition ID="BatteryLow"/>' in docking["context"]["nodes.xml"]
+    assert '<Condition ID="BatteryLow"> under <ReactiveSequence> -> <BatteryLow>' in docking["provenance"]["migration"]
+    assert '<Fallback ID="Docking"> -> <Fallback name="Docking">' in docking["provenance"]["migration"]
     written = write_tasks(DSL, imported.tasks, tmp_path)  # strict load of every file
-    assert len(written) == 8
+    assert len(written) == 9
     for path in written:  # the migrated golds pass their own oracle on the real toolchain
         task = load_task_file(path, tc.check_oracle)
         assert task.provenance["source"] == "upstream"

@@ -4,7 +4,9 @@ The published file is a JSON list of {instruction, input, output}: `instruction`
 `input` a natural-language summary of the tree and `output` the tree as BehaviorTree.CPP 3 XML. It
 has no node palette and no behaviour to compare against, so each record is turned into a task by:
 
-  1. migrating the tree to BehaviorTree.CPP 4 (every change is listed in provenance.migration);
+  1. migrating the tree to BehaviorTree.CPP 4 (every change is listed in provenance.migration), among
+     others: an ID on a built-in control node (ignored by version 3, rejected by 4) becomes its name, and
+     the explicit `<Action ID="X">` children of a reactive node are written `<X>` (see _compact_children);
   2. inferring the palette from the leaves that are not built-in nodes (kinds from <Condition ID>
      tags, the tree's own <TreeNodesModel>, or an Is/Has/Can/Check name prefix; ports from the
      attributes: `{key}` values give inout ports, literals input ports; a port that some use of the
@@ -201,6 +203,13 @@ def migrate(xml_text: str) -> tuple[str, list[str], ET.Element, list[tuple[str, 
                 el.tag = "Precondition"
                 el.set("if", condition)
                 el.set("else", mismatch)
+            if el.tag in CONTROLS | DECORATORS and "ID" in el.attrib:
+                # BT.CPP 3 ignored an ID on a built-in node; 4 rejects it. It names the node: keep it as name
+                label = el.attrib.pop("ID")
+                el.set("name", el.get("name", label))
+                changes.append(f'<{el.tag} ID="{label}"> -> <{el.tag} name="{el.get("name")}">')
+            if el.tag in ("ReactiveSequence", "ReactiveFallback"):
+                _compact_children(el, model_of(root), changes)
             node_id = _node_id(el)
             if node_id in NAV2:
                 raise Unconvertible(f"<{node_id}> is a Nav2 plugin node with no BehaviorTree.CPP 4 core equivalent "
@@ -210,10 +219,35 @@ def migrate(xml_text: str) -> tuple[str, list[str], ET.Element, list[tuple[str, 
                                     "decorator node (behaviortreepy cannot register one from Python)",
                                     "custom_control_node")
     model = root.find("TreeNodesModel")
-    if model is not None:
-        root.remove(model)
+    if model is None:
+        return _serialize(root), changes, ET.Element("TreeNodesModel"), checks
+    root.remove(model)
+    if len(model):
         changes.append("moved the tree's <TreeNodesModel> into the palette file")
-    return _serialize(root), changes, (model if model is not None else ET.Element("TreeNodesModel")), checks
+    return _serialize(root), changes, model, checks
+
+
+def model_of(root: ET.Element) -> ET.Element:
+    """The document's <TreeNodesModel>, added empty when it has none (removed again by migrate)."""
+    model = root.find("TreeNodesModel")
+    if model is None:
+        model = ET.SubElement(root, "TreeNodesModel")
+    return model
+
+
+def _compact_children(parent: ET.Element, model: ET.Element, changes: list[str]) -> None:
+    """`<Action ID="X"/>` children of a reactive node written `<X/>`: BT.CPP 4's XML check looks each
+    child of a ReactiveSequence or ReactiveFallback up by its element name, so it rejects the explicit
+    form there ("Unknown node type: Action"). The kind the tag gave goes into the model."""
+    for child in parent:
+        node_id = child.get("ID", "")
+        if child.tag not in ("Action", "Condition") or not IDENT.fullmatch(node_id) or node_id in BUILTIN:
+            continue
+        if not any(d.get("ID") == node_id for d in model):
+            ET.SubElement(model, child.tag, {"ID": node_id})
+        changes.append(f'<{child.tag} ID="{node_id}"> under <{parent.tag}> -> <{node_id}>')
+        child.tag = node_id
+        del child.attrib["ID"]
 
 
 def _serialize(root: ET.Element) -> str:
