@@ -157,6 +157,9 @@ def test_array_ports_and_in_out_variables_are_driven_and_compared(made, tmp_path
     too_many = zone["gold"].replace("[1, 1, 2, 2, 2(3)]", "[1, 1, 2, 2, 3(3)]")
     status = judge(zone, too_many)
     assert status[:2] == ("pass", "fail") and "7 initial values for 6 array elements" in status[2]
+    huge = zone["gold"].replace("[1, 1, 2, 2, 2(3)]", "[1000000000(1)]")      # counted, never expanded
+    status = judge(zone, huge)
+    assert status[:2] == ("pass", "fail") and "1000000000 initial values for 6 array elements" in status[2]
     wrong_zone = zone["gold"].replace("[1, 1, 2, 2, 2(3)]", "[1, 2, 2, 2, 2(3)]")
     assert judge(zone, wrong_zone)[1] == "fail"
     as_local = log["gold"].replace("VAR_IN_OUT\n \tlog : ARRAY[1..4] OF INT;\nEND_VAR\nVAR\n",

@@ -154,9 +154,9 @@ def reference_interface(code: str) -> tuple[dict | None, str, str]:
                 return None, "non_elementary_port", (f"port type {t} is neither elementary nor a one-dimensional "
                                                      "array of an elementary type (the oracle drives only those)")
             if (port[1] or 0) > MAX_ARRAY_PORT:
-                return None, "array_port_too_large", (f"port type {t}: {port[1]} elements a scan over "
-                                                      f"{SEQUENCES * STEPS} scans is more than the task file and "
-                                                      f"our evaluator's step budget take (at most {MAX_ARRAY_PORT})")
+                return None, "array_port_too_large", (f"port type {t}: {port[1]} values for each of "
+                                                      f"{SEQUENCES * STEPS} scans would swell the task file "
+                                                      f"(at most {MAX_ARRAY_PORT} elements)")
             for n in names.split(","):
                 if n.split():
                     ports[sec.upper()][n.split()[0]] = port[2]     # `x AT %IX0.0` is x

@@ -73,6 +73,9 @@ def line_of(node, default=0):
     return default
 
 
+MAX_INIT_ITEMS = 100_000   # entries of one array initialiser's IR (a repeat count is one entry)
+
+
 class Converter:
     def __init__(self, tf):
         self.tf = tf
@@ -152,6 +155,8 @@ class Converter:
                 inner = self.array_init(el.element, line)
                 if inner[0] != "array_init":
                     return inner
+                if count * len(inner[1]) > MAX_INIT_ITEMS:   # `1000000000([1, 2])`: not expanded here
+                    return ["unsupported", f"array initial value of more than {MAX_INIT_ITEMS} items", line]
                 items += inner[1] * count
             elif isinstance(el.element, self.tf.Expression):
                 items.append([count, self.expr(el.element)])

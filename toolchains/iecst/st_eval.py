@@ -516,12 +516,13 @@ class Instance:
             return coerce(v["type"], ev.eval(init, self))
         if init[0] != "array_init":
             raise Unsupported(init[1] if init[0] == "unsupported" else "array initial value")
-        items = [ev.eval(expr, self) for count, expr in init[1] for _ in range(count)]
         indices = _indices(value["dims"])
-        if len(items) > len(indices):
-            raise STError(f"line {init[2]}: {len(items)} initial values for {len(indices)} array elements")
-        for idx, item in zip(indices, items):
-            value["data"][idx] = coerce(v["type"][2], item)
+        given = sum(count for count, _ in init[1])
+        if given > len(indices):
+            raise STError(f"line {init[2]}: {given} initial values for {len(indices)} array elements")
+        items = (expr for count, expr in init[1] for _ in range(count))
+        for idx, expr in zip(indices, items):
+            value["data"][idx] = coerce(v["type"][2], ev.eval(expr, self))
         return value
 
     def init(self, ev):
