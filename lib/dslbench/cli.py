@@ -192,9 +192,15 @@ def _verify_import(dsl: str, tree: Path) -> int:
     from .pipeline import selfcheck
     os.environ["DSLBENCH_TASKS"] = str(tree)
     df = selfcheck([dsl])
+    # a mutant of a gold that fails says nothing about the oracle (the policy that rejects the gold
+    # rejects it too): mutants count only where the task's gold, or placeholder, got its verdict
+    golds = df[df["program"].isin(["gold", "placeholder_gold"])]
+    sound = set(golds[golds["ok"] == True]["task_id"])  # noqa: E712
     figures = {}   # per kind of program: judged, as expected, unavailable (printed, and kept in the report)
     for kind in ("gold", "placeholder_gold", "syntax", "semantic"):
         rows = df[df["program"] == kind]
+        if kind in ("syntax", "semantic"):
+            rows = rows[rows["task_id"].isin(sound)]
         judged = rows[rows["ok"].notna()]
         figures[kind] = {"judged": len(judged), "as_expected": int((judged["ok"] == True).sum()),  # noqa: E712
                          "unavailable": len(rows) - len(judged)}
@@ -211,12 +217,15 @@ def _verify_import(dsl: str, tree: Path) -> int:
         for r in gold[gold["ok"] == False].itertuples():  # noqa: E712  (object column: True, False or None)
             print(f"  {r.task_id}: syntax {r.syntax} ({r.syntax_reason}), semantic {r.semantic} ({r.semantic_reason}): "
                   f"{(r.syntax_diagnostics or r.semantic_diagnostics or '')[:160]}")
+    left_out = df[df["program"].isin(["syntax", "semantic"]) & ~df["task_id"].isin(sound)]
     for kind, what in (("syntax", "syntax mutants failing the syntax level"),
                        ("semantic", "semantic mutants killed by the semantic level")):
         f = figures[kind]
         if f["judged"]:
             print(f"{what}: {f['as_expected']}/{f['judged']} ({100 * f['as_expected'] / f['judged']:.1f} %)")
-    survivors = df[(df["program"] == "semantic") & (df["ok"] == False)]  # noqa: E712
+    if len(left_out):
+        print(f"not counted: {len(left_out)} mutant(s) of the {left_out['task_id'].nunique()} task(s) whose gold failed")
+    survivors = df[(df["program"] == "semantic") & (df["ok"] == False) & df["task_id"].isin(sound)]  # noqa: E712
     for r in survivors.itertuples():   # what the oracle let through, to be read: equivalent, or a gap in the oracle
         print(f"  {r.task_id} mutant {r.index}: {r.note or '(no note)'}: syntax {r.syntax}, semantic {r.semantic}")
     from .upstream import write_report_file
