@@ -116,6 +116,9 @@ def test_imported_iac_eval_task_is_judged_with_the_document_convention(tmp_path)
     out = pipeline.evaluate("terraform", task, unversioned)
     assert out["semantic"]["status"] == "fail"
     assert "rule 'has_versioning' is false" in out["semantic"]["diagnostics"]
+    dropped = next(m["program"] for m in tasks[0]["mutants"] if m["note"].startswith("resource "))
+    out = pipeline.evaluate("terraform", task, dropped)                  # still plans: the policy kills it
+    assert (out["syntax"]["status"], out["semantic"]["status"]) == ("pass", "fail"), out
 
 
 def test_policy_expected_values_go_to_expected_not_diagnostics():
@@ -202,7 +205,13 @@ def test_iac_eval_loader_maps_fields_and_skips_unconvertible_records(tmp_path):
     assert first["constructs"] == ["aws_s3_bucket", "aws_s3_bucket_versioning"]
     assert first["provenance"] == {"source": "upstream", "benchmark": "IaC-Eval", "upstream_id": "iac_eval_sample:1",
                                    "licence": first["provenance"]["licence"]}
-    assert first["mutants"] == [] and first["split"] == "test"
+    assert first["split"] == "test"
+    # semantic slips of the reference, one of each kind; the bucket the versioning refers to is never dropped
+    notes = sorted(m["note"] for m in first["mutants"])
+    assert notes == ['aws_s3_bucket_versioning.logs status = "Enabled" changed to "Enabled-changed"',
+                     "aws_s3_bucket_versioning.logs status dropped", "resource aws_s3_bucket_versioning.logs dropped"]
+    assert all(m["level"] == "semantic" and m["program"] != first["gold"] for m in first["mutants"])
+    assert tc.import_upstream(FIXTURES / "iac_eval_sample.csv").tasks[0]["mutants"] == first["mutants"]
     # record 3 has a Rego intent without a package line: skipped, with the record named
     [skip] = made.skipped
     assert "record 3" in skip.record and skip.reason == "policy_unusable" and "package" in skip.detail
@@ -252,3 +261,13 @@ def test_refers_in_follows_each_value_of_a_for_each_over_the_resource():
     by_key = program.replace("user     = each.value.name", "user     = each.key")
     sem = pipeline.evaluate("terraform", task, by_key)["semantic"]
     assert sem["status"] == "fail" and "do not refer to the user resource" in sem["diagnostics"]
+
+
+def test_policies_calling_builtins_regopy_does_not_evaluate_are_refused():
+    """regopy gives undefined for net.cidr_* where OPA computes a value: such a rule would come out false
+    for a correct program, so the policy is refused (an imported record is skipped as policy_unusable)."""
+    policy_problems = _module("validator").policy_problems
+    cidr = 'package terraform.validation\n\ndefault valid := false\n\nvalid {\n    net.cidr_is_valid("10.0.0.0/16")\n}\n'
+    assert policy_problems(cidr, "document") == [
+        "calls net.cidr_is_valid (line 6), which regopy does not evaluate (it gives undefined where OPA computes a value)"]
+    assert policy_problems(cidr.replace('net.cidr_is_valid("10.0.0.0/16")', 'startswith("10.0", "10")'), "document") == []

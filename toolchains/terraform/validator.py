@@ -255,8 +255,18 @@ def _warm_hcl2() -> None:
         pass
 
 
+# builtins regopy (rego-cpp) 1.5 accepts but evaluates to undefined, where OPA computes them: a rule
+# that calls one would come out false (measured: an IaC-Eval reference failed on net.cidr_is_valid)
+UNEVALUATED_BUILTIN = re.compile(r"\bnet\.(cidr_\w+|lookup_ip_addr)\s*\(")
+
+
 def policy_problems(policy: str, rule: str) -> list[str]:
     """Compile the policy with regopy against an empty plan; problems as messages."""
+    unevaluated = UNEVALUATED_BUILTIN.search(policy)
+    if unevaluated:
+        line = policy.count("\n", 0, unevaluated.start()) + 1
+        return [f"calls {unevaluated.group(0).rstrip('( ')} (line {line}), which regopy does not evaluate "
+                "(it gives undefined where OPA computes a value)"]
     try:
         from regopy import Interpreter
     except ImportError:
@@ -357,6 +367,70 @@ def import_iac_eval(source: Path, tc: Validator):
                     "provenance": {"source": "upstream", "benchmark": "IaC-Eval", "upstream_id": f"{path.stem}:{row_no}",
                                    # not verified here: the dataset card states it (the IaC-Eval code is MIT)
                                    "licence": "as published with the IaC-Eval dataset (see its dataset card)"},
-                    "split": "test", "mutants": [],
+                    "split": "test", "mutants": iac_eval_mutants(gold, row_no),
                 })
     return out
+
+
+# a one-line attribute whose value is a literal (`ttl = 300`, `type = "A"`), nested blocks included
+LITERAL_ATTRIBUTE = re.compile(r'(?m)^([ \t]+)([A-Za-z_][\w-]*)([ \t]*=[ \t]*)("(?:[^"\\\n$%]|\\.)*"|-?\d+(?:\.\d+)?|true|false)[ \t]*$')
+
+
+def resource_blocks(hcl: str) -> list[tuple[int, int, str]]:
+    """(start, end, address) of each top-level `resource "type" "name" { ... }` block, its braces
+    matched outside string literals; a block that does not close is left out."""
+    out = []
+    for m in re.finditer(r'(?m)^resource[ \t]+"([\w-]+)"[ \t]+"([\w-]+)"[ \t]*\{', hcl):
+        depth, i, quoted = 1, m.end(), False
+        while i < len(hcl) and depth:
+            c = hcl[i]
+            if quoted:
+                quoted = c != '"' or hcl[i - 1] == "\\"
+            elif c == '"':
+                quoted = True
+            elif c in "{}":
+                depth += 1 if c == "{" else -1
+            i += 1
+        if depth == 0:
+            out.append((m.start(), i, f"{m.group(1)}.{m.group(2)}"))
+    return out
+
+
+def iac_eval_mutants(gold: str, index: int) -> list[dict]:
+    """Up to 3 semantic slips in an IaC-Eval reference, each of a different kind, in a seeded order: a
+    resource block dropped that nothing else refers to (the configuration still plans), a literal
+    attribute value changed (a number + 1, a boolean flipped, a string given a suffix), a literal
+    attribute line dropped. Only top-level resource blocks are touched."""
+    import random
+    from dslbench.upstream import one_mutant_per_kind
+    rng = random.Random(index)
+    blocks = resource_blocks(gold)
+    sites = [(m, address) for start, end, address in blocks for m in LITERAL_ATTRIBUTE.finditer(gold, start, end)]
+
+    def dropped_resources():
+        for start, end, address in rng.sample(blocks, len(blocks)):
+            rest = gold[:start] + gold[end:]
+            if len(blocks) > 1 and not re.search(rf"\b{re.escape(address)}\b", rest):
+                yield f"resource {address} dropped", gold[:start] + gold[end:].lstrip("\n")
+
+    def changed_values():
+        # numbers and booleans first: a changed string is often an enumeration the provider rejects
+        shuffled = rng.sample(sites, len(sites))
+        for m, address in sorted(shuffled, key=lambda site: site[0].group(4).startswith('"')):
+            value = m.group(4)
+            if value in ("true", "false"):
+                new = "false" if value == "true" else "true"
+            elif value.startswith('"'):
+                new = value[:-1] + '-changed"' if len(value) > 2 else '"changed"'
+            else:
+                new = str(int(value) + 1) if "." not in value else str(float(value) + 1)
+            yield (f"{address} {m.group(2)} = {value} changed to {new}",
+                   gold[:m.start(4)] + new + gold[m.end(4):])
+
+    def dropped_attributes():
+        for m, address in rng.sample(sites, len(sites)):
+            yield f"{address} {m.group(2)} dropped", gold[:m.start()] + gold[m.end():].lstrip("\n")
+
+    kinds = [dropped_resources, changed_values, dropped_attributes]
+    rng.shuffle(kinds)
+    return one_mutant_per_kind(gold, (kind() for kind in kinds))
