@@ -150,6 +150,12 @@ def migrate(xml_text: str) -> tuple[str, list[str], ET.Element, list[tuple[str, 
     if root.tag != "root":
         raise Unconvertible(f"the document element is <{root.tag}>, not <root>", "malformed_xml")
     checks: list[tuple[str, str]] = []
+    # the tree's own <TreeNodesModel> goes into the palette file; compacted leaves add their kinds to it
+    model = root.find("TreeNodesModel")
+    if model is not None:
+        root.remove(model)
+    else:
+        model = ET.Element("TreeNodesModel")
     if root.get("BTCPP_format") != "4":
         root.set("BTCPP_format", "4")
         changes.append('set BTCPP_format="4" on <root>')
@@ -209,7 +215,7 @@ def migrate(xml_text: str) -> tuple[str, list[str], ET.Element, list[tuple[str, 
                 el.set("name", el.get("name", label))
                 changes.append(f'<{el.tag} ID="{label}"> -> <{el.tag} name="{el.get("name")}">')
             if el.tag in ("ReactiveSequence", "ReactiveFallback"):
-                _compact_children(el, model_of(root), changes)
+                _compact_children(el, model, changes)
             node_id = _node_id(el)
             if node_id in NAV2:
                 raise Unconvertible(f"<{node_id}> is a Nav2 plugin node with no BehaviorTree.CPP 4 core equivalent "
@@ -218,21 +224,9 @@ def migrate(xml_text: str) -> tuple[str, list[str], ET.Element, list[tuple[str, 
                 raise Unconvertible(f"<{node_id}> has children but is not a core BehaviorTree.CPP 4 control or "
                                     "decorator node (behaviortreepy cannot register one from Python)",
                                     "custom_control_node")
-    model = root.find("TreeNodesModel")
-    if model is None:
-        return _serialize(root), changes, ET.Element("TreeNodesModel"), checks
-    root.remove(model)
     if len(model):
         changes.append("moved the tree's <TreeNodesModel> into the palette file")
     return _serialize(root), changes, model, checks
-
-
-def model_of(root: ET.Element) -> ET.Element:
-    """The document's <TreeNodesModel>, added empty when it has none (removed again by migrate)."""
-    model = root.find("TreeNodesModel")
-    if model is None:
-        model = ET.SubElement(root, "TreeNodesModel")
-    return model
 
 
 def _compact_children(parent: ET.Element, model: ET.Element, changes: list[str]) -> None:
