@@ -220,6 +220,45 @@ def test_iac_eval_loader_maps_fields_and_skips_unconvertible_records(tmp_path):
     assert load_task_file(written[1], tc.check_oracle).oracle["rule"] == "document"
 
 
+def test_iac_eval_reference_that_needs_the_outside_world_is_skipped_and_mutants_touch_only_what_the_text_names():
+    """A reference reading a file the dataset does not ship, or pinning an aws provider the offline
+    mirror does not hold, is skipped with its reason: its gold would be judged wrong here. Mutants
+    change only what the prompt or intent states: the free `visibility_timeout_seconds = 45` stays."""
+    made = _validator().import_upstream(FIXTURES / "iac_eval_outside.csv")
+    assert [(s.record.split(" (")[0], s.reason) for s in made.skipped] == [
+        ("iac_eval_outside.csv record 1", "needs_local_file"), ("iac_eval_outside.csv record 2", "provider_version_unavailable")]
+    assert 'file("~/.ssh/id_ed25519.pub")' in made.skipped[0].detail and "'~> 4.60'" in made.skipped[1].detail
+    [task] = made.tasks
+    assert sorted(m["note"] for m in task["mutants"]) == [
+        "aws_sqs_queue.jobs message_retention_seconds = 3600 changed to 3599",   # a stated number goes down
+        "aws_sqs_queue.jobs name dropped"]                                        # its value is stated
+    sample = _validator().import_upstream(FIXTURES / "iac_eval_sample.csv").tasks[1]
+    assert not any("example-events" in m["note"] for m in sample["mutants"])     # a name the prompt leaves free
+
+
+def test_a_plan_that_must_read_aws_is_unavailable_not_failed():
+    """Offline, a data source that reads the live account (an AMI lookup) cannot plan: the semantic
+    level is `unavailable` (needs_network), never a guess. Terraform's own `address` decides: a
+    postcondition whose message imitates a network error is still the program's failure."""
+    _real_terraform()
+    task = TASKS["terraform-001"]
+    lookup = task.gold + ('\ndata "aws_ami" "linux" {\n  most_recent = true\n  owners      = ["amazon"]\n}\n\n'
+                          'output "ami" {\n  value = data.aws_ami.linux.id\n}\n')
+    out = pipeline.evaluate("terraform", task, lookup)
+    assert out["syntax"]["status"] == "pass", out
+    sem = out["semantic"]
+    assert (sem["status"], sem["reason"]) == ("unavailable", "needs_network"), sem
+    assert "data.aws_ami.linux" in sem["diagnostics"]
+    regionless = lookup[lookup.index('data "aws_ami"'):]        # no provider block: no region to ask either
+    assert 'provider "aws"' not in regionless
+    sem = pipeline.evaluate("terraform", task, regionless)["semantic"]
+    assert (sem["status"], sem["reason"]) == ("unavailable", "needs_network"), sem
+    posing = task.gold + ('\ndata "aws_region" "here" {\n  lifecycle {\n    postcondition {\n      condition     = self.name == "mars-1"\n'
+                          '      error_message = "request send failed: dial tcp: network is unreachable"\n    }\n  }\n}\n')
+    sem = pipeline.evaluate("terraform", task, posing)["semantic"]
+    assert sem["status"] == "fail", sem
+
+
 def test_iac_eval_malformed_record_is_named_and_skipped():
     """One bad record is skipped with its name and reason; the others are still imported."""
     made = _validator().import_upstream(FIXTURES / "iac_eval_bad_difficulty.csv")

@@ -142,15 +142,18 @@ def test_import_verify_counts_mutants_only_where_the_gold_passes(tmp_path, capsy
     if not toolchains.probe("jq").available:
         pytest.skip("jq toolchain unavailable here")
     mutant = [{"level": "semantic", "note": "first item only", "program": ".[0]?"}]
-    tasks = [upstream_task(1, mutants=mutant), upstream_task(2, gold='error("broken")', mutants=mutant)]
+    stillborn = {"level": "semantic", "note": "bracket lost", "program": ".[0"}     # jq rejects it: no oracle runs
+    tasks = [upstream_task(1, mutants=mutant + [stillborn]), upstream_task(2, gold='error("broken")', mutants=mutant)]
     monkeypatch.setattr(toolchains.get("jq"), "import_upstream",
                         lambda source: convert_each(enumerate(tasks), lambda i, task: task), raising=False)
     monkeypatch.setenv("DSLBENCH_TASKS", str(tmp_path / "out"))
     assert cli.main(["import", "jq", str(tmp_path), "--out", str(tmp_path / "out"), "--verify"]) == 0
     out = capsys.readouterr().out
     assert "gold through both levels: 1/2 pass" in out
-    assert "semantic mutants killed by the semantic level: 1/1 (100.0 %)" in out
-    assert "not counted: 1 mutant(s) of the 1 task(s) whose gold failed" in out
+    assert "semantic mutants killed by the semantic level: 1/2 (50.0 %)" in out
+    assert "1 of them fail the syntax level already (stillborn: the oracle never sees them); " \
+           "of the 1 that pass it, 1 are killed (100.0 %)" in out
+    assert "not counted: 1 mutant(s) of the 1 task(s) whose gold did not pass" in out
 
 
 def test_one_mutant_per_kind_keeps_the_first_new_program_of_each_kind_up_to_the_limit():

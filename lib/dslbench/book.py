@@ -429,7 +429,9 @@ def task_sources_md(tasks: dict, tree: Path, reports: list[dict]) -> str:
                         "revision": (r.get("source_revision") or "—")[:10], "read": r["read"], "imported": r["imported"],
                         "skipped (top reasons)": f"{r['skipped']} ({top})" if r["skipped"] else "0",
                         "gold as expected": f"{gold['as_expected']}/{gold['judged']}" if gold.get("judged") else "not verified",
-                        "semantic mutants killed": f"{sem['as_expected']}/{sem['judged']}" if sem.get("judged") else "—"})
+                        "semantic mutants killed": (f"{sem['as_expected']}/{sem['judged']}" + (
+                            f" ({sem['stillborn']} fail syntax already)" if sem.get("stillborn") else "")
+                            if sem.get("judged") else "—")})
         lines += ["## Imports in this task tree", "", "From each folder's `import_report.json`; *gold as expected* and "
                   "*semantic mutants killed* come from `dslbench import --verify`.", "", _md_table(pd.DataFrame(imp)), ""]
     return "\n".join(lines)

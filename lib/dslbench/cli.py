@@ -211,7 +211,10 @@ def _verify_import(dsl: str, tree: Path) -> int:
             continue
         line = f"{what}: {f['as_expected']}/{f['judged']} " + ("pass" if kind == "gold" else "as expected")
         if f["unavailable"]:
-            why = gold[gold["ok"].isna()]["syntax_diagnostics"].fillna("").str.split("\n").str[0].str[:120].value_counts()
+            unjudged = gold[gold["ok"].isna()]
+            # the level that could not judge it: the syntax level, or the semantic one after a pass
+            said = unjudged["syntax_diagnostics"].where(unjudged["syntax"] != "pass", unjudged["semantic_diagnostics"])
+            why = said.fillna("").str.split("\n").str[0].str[:120].value_counts()
             line += f", {f['unavailable']} unavailable (" + "; ".join(f"{n}: {w}" for w, n in why.items()) + ")"
         print(line)
         for r in gold[gold["ok"] == False].itertuples():  # noqa: E712  (object column: True, False or None)
@@ -223,8 +226,16 @@ def _verify_import(dsl: str, tree: Path) -> int:
         f = figures[kind]
         if f["judged"]:
             print(f"{what}: {f['as_expected']}/{f['judged']} ({100 * f['as_expected'] / f['judged']:.1f} %)")
+        rows = df[(df["program"] == kind) & df["task_id"].isin(sound) & df["ok"].notna()]
+        stillborn = int((rows["syntax"] == "fail").sum()) if kind == "semantic" else 0
+        if stillborn:
+            # a slip the toolchain already rejects never reaches the oracle: it says nothing about it
+            f["stillborn"], valid = stillborn, len(rows) - stillborn
+            share = f" ({100 * f['as_expected'] / valid:.1f} %)" if valid else ""
+            print(f"  {stillborn} of them fail the syntax level already (stillborn: the oracle never sees them); "
+                  f"of the {valid} that pass it, {f['as_expected']} are killed{share}")
     if len(left_out):
-        print(f"not counted: {len(left_out)} mutant(s) of the {left_out['task_id'].nunique()} task(s) whose gold failed")
+        print(f"not counted: {len(left_out)} mutant(s) of the {left_out['task_id'].nunique()} task(s) whose gold did not pass")
     survivors = df[(df["program"] == "semantic") & (df["ok"] == False) & df["task_id"].isin(sound)]  # noqa: E712
     for r in survivors.itertuples():   # what the oracle let through, to be read: equivalent, or a gap in the oracle
         print(f"  {r.task_id} mutant {r.index}: {r.note or '(no note)'}: syntax {r.syntax}, semantic {r.semantic}")

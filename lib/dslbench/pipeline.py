@@ -312,7 +312,8 @@ def selfcheck(dsls=None, executor: str | None = None, workers: int | None = None
     mutant must fail syntax with a parse or compile reason; a semantic mutant must pass syntax and fail
     semantics with an oracle reason (wrong output, a failed structural check or proof, a runtime error).
     A placeholder gold (Toolchain.gold_is_solution is False: the upstream ships no solution) is checked
-    like a semantic mutant, as kind `placeholder_gold`. Unavailable toolchains give ok = None.
+    like a semantic mutant, as kind `placeholder_gold`. A level that cannot be judged here (no toolchain,
+    or a semantic level `unavailable` for a program meant to pass syntax) gives ok = None.
     `shard` = (k, n) keeps every n-th task of each DSL in id order, starting at the k-th (0-based), so
     that n runs, on other days or machines, check a large imported set exactly once between them.
     """
@@ -335,7 +336,8 @@ def selfcheck(dsls=None, executor: str | None = None, workers: int | None = None
     df["expected_semantic"] = df["program"].map(lambda k: expected_outcome(k)[1])
     reasons_ok = [r.syntax_reason in expected_reasons(r.program)[0] and r.semantic_reason in expected_reasons(r.program)[1]
                   for r in df.itertuples()]
-    unavailable = (df["syntax"] == "unavailable")
+    # no judge for the level that decides: syntax, or the semantics of a program meant to pass syntax
+    unavailable = (df["syntax"] == "unavailable") | ((df["semantic"] == "unavailable") & (df["expected_syntax"] == "pass"))
     df["ok"] = ((df["syntax"] == df["expected_syntax"]) & (df["semantic"] == df["expected_semantic"])
                 & pd.Series(reasons_ok, index=df.index, dtype=bool)).astype(object)
     df.loc[unavailable, "ok"] = None

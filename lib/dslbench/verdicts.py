@@ -48,6 +48,7 @@ REASONS: dict[str, tuple[str, str]] = {
     # no judge here
     "toolchain_unavailable": ("unavailable", "the DSL's toolchain is not installed or not usable here"),
     "unsupported_by_judge": ("unavailable", "the stand-in judge lacks a construct the program uses"),
+    "needs_network": ("unavailable", "the program reads a live service (a cloud data source) the offline judge cannot reach"),
 }
 
 PROGRAM_FAULTS = tuple(r for r, (s, _) in REASONS.items() if s == "fail")

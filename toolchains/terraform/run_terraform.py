@@ -220,6 +220,26 @@ def sorted_texts(diags):
     return list(dict.fromkeys(diag_text(d) for d in sorted(diags, key=diag_key)))
 
 
+# The AWS SDK's words for a request that never left the machine: no network in the sandbox, or no
+# region to send it to (none is configured here; the user's AWS configuration would give one).
+NETWORK_FAILURE = re.compile(r"request send failed|dial tcp|no such host|network is unreachable"
+                             r"|failed to resolve service endpoint")
+DATA_ADDRESS = re.compile(r"(module\.[\w-]+(\[[^\]]*\])?\.)*data\.")
+
+
+def network_reads(stdout) -> list[str]:
+    """The data sources whose reads failed for want of a network, when that is every error of the
+    plan; else []. Terraform itself names the failing block (`address`): a program's own strings
+    (a precondition's message) cannot pose as one."""
+    errors = [m.get("diagnostic", {}) for m in json_lines(stdout) if m.get("type") == "diagnostic"
+              and m.get("diagnostic", {}).get("severity") == "error"]
+    reads = [d.get("address") or "" for d in errors]
+    if errors and all(DATA_ADDRESS.match(a) and NETWORK_FAILURE.search(d.get("summary") or "")
+                      for a, d in zip(reads, errors)):
+        return sorted(set(reads))
+    return []
+
+
 def plan_diagnostics(stdout):
     errors, warnings = [], []
     for msg in json_lines(stdout):
@@ -309,7 +329,7 @@ def mode_plan(job):
         core = core_log.read_text(errors="replace") if core_log.exists() else ""
         if "plan calling Plan" in core:
             report["syntax"] = {"ok": True, "diagnostics": "configuration valid (terraform plan validated it); the plan failed"}
-            report["plan"] = {"ok": False, "diagnostics": plan_error}
+            report["plan"] = {"ok": False, "diagnostics": plan_error, "network_reads": network_reads(proc.stdout)}
             report["plan_errors"] = errors[:10]
             return report
         if "walking validate graph" in core and errors:

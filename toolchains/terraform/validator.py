@@ -196,6 +196,11 @@ class Validator(Toolchain):
         """The semantic verdict: the plan of `report` and the policy evaluated right after it."""
         aux = work / ".dslbench"
         plan = report.get("plan") or {}
+        if plan.get("network_reads"):
+            # a lookup in the live account (an AMI, the zones): no plan offline, and no guess either
+            return LevelVerdict("unavailable", "the plan reads AWS, which the offline judge cannot reach: "
+                                + ", ".join(plan["network_reads"]), "python .dslbench/run_terraform.py plan  # plan step",
+                                f"error: {plan.get('diagnostics', '')}", 0.0, sandbox_mode(), reason="needs_network")
         if not plan.get("ok"):
             errors = [str(e) for e in report.get("plan_errors") or [plan.get("diagnostics", "no plan")]]
             return LevelVerdict("fail", "terraform plan failed: " + _first(str(plan.get("diagnostics", "no plan"))),
@@ -319,7 +324,8 @@ def _difficulty(value: str) -> str | None:
 
 def import_iac_eval(source: Path, tc: Validator):
     """IaC-Eval's CSV (one row per task) -> Imported: task dicts, and every record not imported with a
-    reason code (malformed_record, policy_unusable). Only a file that is not an IaC-Eval CSV raises.
+    reason code (malformed_record, policy_unusable, needs_local_file, provider_version_unavailable).
+    Only a file that is not an IaC-Eval CSV raises.
 
     Columns: Resource, Prompt, Rego intent, Difficulty (1-6), Reference output, Intent. The record
     number is its 1-based data row; `upstream_id` is "<file stem>:<row>".
@@ -355,6 +361,10 @@ def import_iac_eval(source: Path, tc: Validator):
                 if problems:
                     out.skipped.append(Skip(where, "policy_unusable", f"Rego intent {problems[0]}"))
                     continue
+                outside = needs_outside(gold)
+                if outside:
+                    out.skipped.append(Skip(where, *outside))
+                    continue
                 resources = [r.strip() for r in re.split(r"[,\s]+", row.get("Resource", "")) if r.strip()]
                 intent = " ".join((row.get("Intent") or "").split())
                 out.tasks.append({
@@ -367,9 +377,38 @@ def import_iac_eval(source: Path, tc: Validator):
                     "provenance": {"source": "upstream", "benchmark": "IaC-Eval", "upstream_id": f"{path.stem}:{row_no}",
                                    # not verified here: the dataset card states it (the IaC-Eval code is MIT)
                                    "licence": "as published with the IaC-Eval dataset (see its dataset card)"},
-                    "split": "test", "mutants": iac_eval_mutants(gold, row_no),
+                    "split": "test", "mutants": iac_eval_mutants(gold, row_no, f"{prompt}\n{intent}", resources),
                 })
     return out
+
+
+# functions that read a file next to the configuration (the dataset ships none), and an aws pin
+FILE_READ = re.compile(r"\b(file|filebase64|filebase64sha\d+|filemd5|filesha\d+|templatefile)\s*\([^()\n]*\)")
+AWS_PIN = re.compile(r'(?s)\brequired_providers\s*\{.*?\baws\s*=\s*\{[^}]*?\bversion\s*=\s*"([^"]+)"')
+
+
+def needs_outside(gold: str) -> tuple[str, str] | None:
+    """(reason, detail) when the reference cannot be judged here whatever it says: it reads a file the
+    dataset does not ship, or pins an aws provider other than the one installed (init would fail)."""
+    read = FILE_READ.search(gold)
+    if read:
+        return "needs_local_file", f"the reference reads {read.group(0)}, a file the dataset does not ship"
+    pin = AWS_PIN.search(gold)
+    have = find_terraform()[2] or _snapshot_version()
+    if pin and have and not _runner().version_ok(pin.group(1), have):
+        return ("provider_version_unavailable", f"the reference pins hashicorp/aws '{pin.group(1)}', which excludes "
+                                                f"{have}, the version available offline")
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def _runner():
+    """run_terraform.py as a module: its version-constraint rule is the one init applies in the sandbox."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("dslbench_run_terraform", RUNNER)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 # a one-line attribute whose value is a literal (`ttl = 300`, `type = "A"`), nested blocks included
@@ -396,21 +435,39 @@ def resource_blocks(hcl: str) -> list[tuple[int, int, str]]:
     return out
 
 
-def iac_eval_mutants(gold: str, index: int) -> list[dict]:
-    """Up to 3 semantic slips in an IaC-Eval reference, each of a different kind, in a seeded order: a
-    resource block dropped that nothing else refers to (the configuration still plans), a literal
-    attribute value changed (a number + 1, a boolean flipped, a string given a suffix), a literal
-    attribute line dropped. Only top-level resource blocks are touched."""
+def iac_eval_mutants(gold: str, index: int, spec: str, resource_types: list[str]) -> list[dict]:
+    """Up to 3 semantic slips in an IaC-Eval reference, each of a different kind, in a seeded order,
+    each touching only what the task's own text (`spec`: prompt and intent) names: a resource block
+    of a listed type dropped when nothing else refers to it, a literal value the text states changed
+    (a number - 1, a boolean flipped, a string given a suffix), an attribute the text names dropped.
+    A value or attribute the text leaves free is the author's choice, and a program that changes it
+    still answers the prompt (an equivalent mutant, which would say nothing about the oracle)."""
     import random
     from dslbench.upstream import one_mutant_per_kind
     rng = random.Random(index)
+    text = spec.lower()
     blocks = resource_blocks(gold)
     sites = [(m, address) for start, end, address in blocks for m in LITERAL_ATTRIBUTE.finditer(gold, start, end)]
+
+    def named(word: str) -> bool:
+        return bool(re.search(rf"(?<![\w.-]){re.escape(word.lower())}(?![\w-]|\.\w)", text))
+
+    def attribute_named(name: str) -> bool:
+        # `node_type` can only mean the attribute; a plain word (bucket, name, engine) only when quoted
+        return named(name) if "_" in name else f'"{name.lower()}"' in text
+
+    def stated(name: str, value: str) -> bool:
+        if value in ("true", "false"):
+            return attribute_named(name)             # a switch the text names is set as the text asks
+        if value.startswith('"'):
+            return len(value) > 3 and named(value[1:-1])
+        return bool(re.search(rf"(?<![\w.]){re.escape(value)}(?!\d|\.\d)", text))    # "20 GB", "20GB"
 
     def dropped_resources():
         for start, end, address in rng.sample(blocks, len(blocks)):
             rest = gold[:start] + gold[end:]
-            if len(blocks) > 1 and not re.search(rf"\b{re.escape(address)}\b", rest):
+            listed = address.split(".")[0] in resource_types or named(address.split(".")[0])
+            if listed and len(blocks) > 1 and not re.search(rf"\b{re.escape(address)}\b", rest):
                 yield f"resource {address} dropped", gold[:start] + gold[end:].lstrip("\n")
 
     def changed_values():
@@ -418,18 +475,22 @@ def iac_eval_mutants(gold: str, index: int) -> list[dict]:
         shuffled = rng.sample(sites, len(sites))
         for m, address in sorted(shuffled, key=lambda site: site[0].group(4).startswith('"')):
             value = m.group(4)
+            if not stated(m.group(2), value):
+                continue
             if value in ("true", "false"):
                 new = "false" if value == "true" else "true"
             elif value.startswith('"'):
-                new = value[:-1] + '-changed"' if len(value) > 2 else '"changed"'
-            else:
-                new = str(int(value) + 1) if "." not in value else str(float(value) + 1)
+                new = value[:-1] + '-changed"'
+            else:   # down, not up: a stated number is most often a minimum ("at least 20 GB")
+                number = float(value) if "." in value else int(value)
+                new = str(number - 1 if number > 1 else number + 1)
             yield (f"{address} {m.group(2)} = {value} changed to {new}",
                    gold[:m.start(4)] + new + gold[m.end(4):])
 
     def dropped_attributes():
         for m, address in rng.sample(sites, len(sites)):
-            yield f"{address} {m.group(2)} dropped", gold[:m.start()] + gold[m.end():].lstrip("\n")
+            if attribute_named(m.group(2)) or stated(m.group(2), m.group(4)):
+                yield f"{address} {m.group(2)} dropped", gold[:m.start()] + gold[m.end():].lstrip("\n")
 
     kinds = [dropped_resources, changed_values, dropped_attributes]
     rng.shuffle(kinds)
