@@ -154,6 +154,7 @@ def test_import_verify_counts_mutants_only_where_the_gold_passes(tmp_path, capsy
     assert "1 of them fail the syntax level already (stillborn: the oracle never sees them); " \
            "of the 1 that pass it, 1 are killed (100.0 %)" in out
     assert "not counted: 1 mutant(s) of the 1 task(s) whose gold did not pass" in out
+    assert "stillborn:\n  jq-" in out and "bracket lost: syntax fail" in out and "survivors:" not in out
 
 
 def test_one_mutant_per_kind_keeps_the_first_new_program_of_each_kind_up_to_the_limit():

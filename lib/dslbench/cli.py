@@ -236,9 +236,13 @@ def _verify_import(dsl: str, tree: Path) -> int:
                   f"of the {valid} that pass it, {f['as_expected']} are killed{share}")
     if len(left_out):
         print(f"not counted: {len(left_out)} mutant(s) of the {left_out['task_id'].nunique()} task(s) whose gold did not pass")
-    survivors = df[(df["program"] == "semantic") & (df["ok"] == False) & df["task_id"].isin(sound)]  # noqa: E712
-    for r in survivors.itertuples():   # what the oracle let through, to be read: equivalent, or a gap in the oracle
-        print(f"  {r.task_id} mutant {r.index}: {r.note or '(no note)'}: syntax {r.syntax}, semantic {r.semantic}")
+    missed = df[(df["program"] == "semantic") & (df["ok"] == False) & df["task_id"].isin(sound)]  # noqa: E712
+    # what the oracle let through (equivalent, or a gap in the oracle), then what never reached it
+    for title, rows in (("survivors", missed[missed["syntax"] != "fail"]), ("stillborn", missed[missed["syntax"] == "fail"])):
+        if len(rows):
+            print(f"{title}:")
+        for r in rows.itertuples():
+            print(f"  {r.task_id} mutant {r.index}: {r.note or '(no note)'}: syntax {r.syntax}, semantic {r.semantic}")
     from .upstream import write_report_file
     write_report_file(tree / dsl, {"verify": figures})
     return 0
