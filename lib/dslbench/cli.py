@@ -204,6 +204,9 @@ def _verify_import(dsl: str, tree: Path) -> int:
         judged = rows[rows["ok"].notna()]
         figures[kind] = {"judged": len(judged), "as_expected": int((judged["ok"] == True).sum()),  # noqa: E712
                          "unavailable": len(rows) - len(judged)}
+        stillborn = int((judged["syntax"] == "fail").sum()) if kind == "semantic" else 0
+        if stillborn:      # a slip the toolchain already rejects never reaches the oracle: it says nothing about it
+            figures[kind]["stillborn"] = stillborn
     for kind, what in (("gold", "gold through both levels"),
                        ("placeholder_gold", "placeholder gold (no upstream solution: must pass syntax, fail semantics)")):
         gold, f = df[df["program"] == kind], figures[kind]
@@ -226,13 +229,10 @@ def _verify_import(dsl: str, tree: Path) -> int:
         f = figures[kind]
         if f["judged"]:
             print(f"{what}: {f['as_expected']}/{f['judged']} ({100 * f['as_expected'] / f['judged']:.1f} %)")
-        rows = df[(df["program"] == kind) & df["task_id"].isin(sound) & df["ok"].notna()]
-        stillborn = int((rows["syntax"] == "fail").sum()) if kind == "semantic" else 0
-        if stillborn:
-            # a slip the toolchain already rejects never reaches the oracle: it says nothing about it
-            f["stillborn"], valid = stillborn, len(rows) - stillborn
+        if f.get("stillborn"):
+            valid = f["judged"] - f["stillborn"]
             share = f" ({100 * f['as_expected'] / valid:.1f} %)" if valid else ""
-            print(f"  {stillborn} of them fail the syntax level already (stillborn: the oracle never sees them); "
+            print(f"  {f['stillborn']} of them fail the syntax level already (stillborn: the oracle never sees them); "
                   f"of the {valid} that pass it, {f['as_expected']} are killed{share}")
     if len(left_out):
         print(f"not counted: {len(left_out)} mutant(s) of the {left_out['task_id'].nunique()} task(s) whose gold did not pass")
