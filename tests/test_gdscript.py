@@ -132,9 +132,9 @@ def _import(source=FIXTURES):
 
 def test_importer_maps_practices_and_skips_with_reasons():
     made = _import()
-    assert isinstance(made, upstream.Imported) and made.read == 7
+    assert isinstance(made, upstream.Imported) and made.read == 9
     by_title = {t["title"]: t for t in made.tasks}
-    assert sorted(by_title) == ["A Small Square", "Count the Coins", "Spin the Wheel", "Wave Hello"]
+    assert sorted(by_title) == ["A Small Square", "Count the Coins", "Open the Crates", "Spin the Wheel", "Wave Hello"]
     coins, spin = by_title["Count the Coins"], by_title["Spin the Wheel"]
     assert coins["id"] == "gdscript-up-lesson-3-counting-coins-1"
     assert coins["provenance"]["upstream_id"] == "res://course/lesson-3-counting-coins/practice-Ab12Cd34.tres"
@@ -163,9 +163,13 @@ def test_importer_maps_practices_and_skips_with_reasons():
     assert wave["scenarios"][0]["steps"][-1] == {"get": "dslbench_calls", "on": "node0"}
     assert {"get": "_animation_tree"} not in wave["scenarios"][0]["steps"]
     reasons = {s.record.rsplit("/", 1)[-1]: s.reason for s in made.skipped}
-    assert reasons == {"practice-Yz56Ab78.tres": "needs_course_scene",       # get_children() of its scene
+    assert reasons == {"practice-Yz56Ab78.tres": "needs_course_scene",       # get_children(), no scene file
+                       "practice-Rd7Lb3l2.tres": "needs_course_scene",       # uses what a crate's script returns
                        "practice-Mn34Op56.tres": "malformed_record",         # names a missing tester
                        "practice-Uv12Wx34.tres": "needs_course_runtime"}     # another autoload (MessageBus)
+    details = {s.record.rsplit("/", 1)[-1]: s.detail for s in made.skipped}
+    assert "no scene beside the script" in details["practice-Yz56Ab78.tres"]
+    assert "get_label()" in details["practice-Rd7Lb3l2.tres"]
     bad = next(s for s in made.skipped if s.reason == "malformed_record")
     assert "TestsMissing.gd" in bad.detail and "lesson.tres:" in bad.detail
 
@@ -180,8 +184,8 @@ def test_importer_reads_the_course_folder_too_and_rejects_a_wrong_folder(tmp_pat
 
 def test_import_writes_valid_tasks_and_summary(tmp_path):
     report = upstream.import_upstream("gdscript", FIXTURES, tmp_path)
-    assert len(report.written) == 4 and report.read == 7
-    assert report.reasons() == {"needs_course_scene": 1, "malformed_record": 1, "needs_course_runtime": 1}
+    assert len(report.written) == 5 and report.read == 9
+    assert report.reasons() == {"needs_course_scene": 2, "malformed_record": 1, "needs_course_runtime": 1}
 
 
 def test_a_course_class_is_taken_from_the_clone(tmp_path):
@@ -209,6 +213,39 @@ def test_a_course_class_is_taken_from_the_clone(tmp_path):
     skipped = {s.record.rsplit("/", 1)[-1]: s for s in _import(clone).skipped}
     assert skipped["practice-Qr78St90.tres"].reason == "needs_course_class"
     assert "not in the clone" in skipped["practice-Qr78St90.tres"].detail
+
+
+def test_a_practice_that_walks_its_scene_gets_the_whole_scene(godot, tmp_path):
+    """A script that loops over its scene's nodes runs on the scene built from the clone's .tscn files:
+    the inherited base scene, the node inserted at an index, the instanced crates with the scene's
+    values, and recording stand-ins for the crates' own script; what it did to the scene is compared
+    through the scene probe, and an array the tester only asks membership of is compared unordered."""
+    crates = next(t for t in _import().tasks if t["title"] == "Open the Crates")
+    nodes = {n["path"]: n for n in crates["oracle"]["nodes"]}
+    assert list(nodes) == ["Title", "Rows", "Rows/Crate", "Rows/Crate/Icon", "Rows/Crate/Count", "Rows/Crate2",
+                           "Rows/Crate2/Icon", "Rows/Crate2/Count", "Rows/Crate3", "Rows/Crate3/Icon",
+                           "Rows/Crate3/Count", "Footer"]
+    assert nodes["Rows/Crate2"]["type"] == "Panel" and nodes["Rows/Crate2"]["values"] == {"visible": "false"}
+    assert nodes["Title"]["values"] == {"text": '"Crates"'} and nodes["Rows/Crate/Count"]["values"] == {"text": '"0"'}
+    assert "open" in nodes["Rows/Crate"]["methods"] and nodes["Rows/Crate/Icon"]["methods"] == []
+    assert "texture" not in nodes["Rows/Crate/Icon"]["values"]          # a resource is never given
+    steps = crates["oracle"]["scenarios"][0]["steps"]
+    after = steps[steps.index({"call": "_run", "ignore": True}):]
+    assert {"probe": "scene"} in after and {"probe": "unordered"} in after and {"get": "opened"} not in after
+    task = load_task_file(upstream.write_tasks("gdscript", [crates], tmp_path)[0], TC.check_oracle)
+    syn, sem = run(task, task.gold)
+    assert syn["status"] == sem["status"] == "pass", sem
+    assert task.mutants and all(run(task, m.program)[1]["status"] == "fail" for m in task.mutants)
+    loop = "\tfor crate in _rows.get_children():\n\t\tif crate.visible:\n"
+    assert loop in task.gold
+    same_work = loop.replace("if crate.visible:", "if not crate.visible:\n\t\t\tcontinue\n\t\tif true:")
+    for new, status in ((same_work, "pass"), (loop.replace("if crate.visible:", "if true:"), "fail")):
+        syn, sem = run(task, task.gold.replace(loop, new))
+        assert syn["status"] == "pass" and sem["status"] == status, (new, sem)
+    assert "probe unordered" in sem["diagnostics"]
+    # Which crates the script keeps is compared by their paths in the scene.
+    syn, sem = run(task, task.gold.replace("opened.append(crate)", "opened.append(_rows.get_child(0))"))
+    assert sem["status"] == "fail" and "probe scene" in sem["diagnostics"]
 
 
 def test_tick_step_is_checked():

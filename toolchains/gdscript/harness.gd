@@ -97,8 +97,9 @@ func run_script(path: String, plan: Dictionary) -> void:
 
 
 # A stand-in for a node of the course scene that the script reaches ($Name, find_node("Name")):
-# a node of the scene's type whose script adds the methods, properties and signals the script uses
-# that the type lacks; the methods do nothing but record their calls in `dslbench_calls`.
+# a node of the scene's type, with the literal values the scene gives it, whose script adds the
+# methods, properties and signals the script uses that the type lacks; the methods do nothing but
+# record their calls in `dslbench_calls`. Nodes are added in the order given (parents first).
 func add_standin(inst: Node, spec: Dictionary) -> void:
 	var parent: Node = inst
 	var parts: Array = spec["path"].split("/")
@@ -109,6 +110,11 @@ func add_standin(inst: Node, spec: Dictionary) -> void:
 			node.name = parts[k]
 			parent.add_child(node)
 			node.owner = inst
+			if k == parts.size() - 1:
+				# The scene's own literal values of the node (a label's text, a hidden item).
+				var values: Dictionary = spec.get("values", {})
+				for prop in values:
+					node.set(prop, str2var(values[prop]))
 		parent = node
 
 

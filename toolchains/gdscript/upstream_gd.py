@@ -26,9 +26,12 @@ signal names, written for DSL-Bench) and a project.godot that registers it. A pr
 course's DrawingTurtle gets the turtle's script copied from the user's clone (registered as a global
 class; never bundled here), an empty scene of the same root type for the label scene it preloads,
 stand-ins for the nodes of the turtle's scene, and is judged through the oracle's probe of the drawing
-(turtle_probe: what the practice's tester reads). A practice that needs more of the app (iterating or
-using the state of scene nodes, loading its resources, another autoload, or another course class) is
-skipped with a reason.
+(turtle_probe: what the practice's tester reads). A practice that walks its scene's nodes gets the
+whole scene (scene_tree: the clone's .tscn files as node types and literal values; recording
+stand-ins where the scene gives a node a script) and is judged also through the scene probe. A
+practice that needs more of the app (the state of scene nodes, resources loaded by path, values the
+scene's own scripts return, another autoload, or another course class) is skipped with a reason, as
+is one whose tester accepts many answers (OPEN_ENDED).
 """
 from __future__ import annotations
 
@@ -174,9 +177,17 @@ STANDIN_DIR = Path(__file__).parent / "course"
 # What a script reaches in its scene: the nodes of the practice's .tscn (and the app around it).
 SCENE_USE = re.compile(r"\$[\"A-Za-z_]|\bget_node\(|\bfind_node\(|\bget_parent\(|\bget_child\(|\bget_children\(|"
                        r"\bowner\b|\bcurrent_scene\b|\bget_tree\(\)\.root\b|\bpreload\(|\bload\(")
+# Of those, what reaches beyond the practice's own scene (the app around it, resource files): never given.
+OUTSIDE_SCENE = {"get_parent(", "owner", "current_scene", "get_tree().root", "preload(", "load("}
+# "Is the practice the running scene?" is false in the course app (it runs inside the app's viewport) and
+# in the harness alike: not a use of the app.
+RUN_AS_MAIN = re.compile(r"\bget_tree\(\)\.(?:current_scene|get_current_scene\(\))\s*==\s*self\b")
+# Scene values the harness sets on the nodes it builds: what a practice script reads or changes.
+SCENE_VALUES = ("visible", "text", "position", "rotation", "rotation_degrees", "scale", "modulate", "value",
+                "min_value", "max_value", "columns", "format", "cell_size", "tile_data")
 # A scene node named plainly: $Name, $"Name/Child", get_node("Name"), find_node("Name").
-SIMPLE_REF = re.compile(r'\bfind_node\(\s*"([A-Za-z_]\w*)"\s*\)|\$"([A-Za-z_][\w/]*)"|\$([A-Za-z_][\w/]*)'
-                        r'|\bget_node\(\s*"([A-Za-z_][\w/]*)"\s*\)')
+SIMPLE_REF = re.compile(r'(?<![.\w])find_node\(\s*"([A-Za-z_]\w*)"\s*\)|\$"([A-Za-z_][\w/]*)"|\$([A-Za-z_][\w/]*)'
+                        r'|(?<![.\w])get_node\(\s*"([A-Za-z_][\w/]*)"\s*\)')
 NODE_SECTION = re.compile(r'^\[node name="([^"]+)"([^\]]*)\]', re.M)
 PROCESS_FRAMES = 60           # one second of frames at 60 fps (the course's force_fps)
 NODE2D_LIKE = {"Node2D", "Sprite", "AnimatedSprite", "Position2D", "KinematicBody2D", "Area2D", "RigidBody2D",
@@ -248,6 +259,14 @@ def turtle_probe(tester: str) -> dict[str, str]:
               "\tfor i in range(1, rects.size()):", "\t\tout.append(rects[i - 1].intersects(rects[i]))",
               "\treturn out"]
     return {"drawing": "\n".join(lines) + "\n"}
+
+
+# Practices whose tester accepts many different answers where the oracle, which compares with the
+# gold's run, would accept one (read off each tester; by upstream practice id).
+OPEN_ENDED = {
+    "res://course/lesson-19-creating-arrays/practice-otxF5HUx.tres":
+        "any path of adjacent cells from the turtle to the robot that misses the rocks passes its tester",
+}
 
 
 # Course classes a practice may use, with the probe that reads what the class recorded. The class's
@@ -330,16 +349,25 @@ def convert_practice(record_id: str, record) -> dict | Skip:
     tester = tester_path.read_text(encoding="utf-8")
     if "extends PracticeTester" not in tester:
         return Skip(record_id, "not_a_practice_tester", "the validator script does not extend PracticeTester")
+    if p["practice_id"] in OPEN_ENDED:
+        return Skip(record_id, "open_ended", OPEN_ENDED[p["practice_id"]])
 
     words = _words(gold)
     m = re.search(r"^extends\s+(\w+)", gold, re.M)
     extends = m.group(1) if m else "Reference"
     code = re.sub(r"#.*", "", gold)
     refs = scene_refs(code)
-    scene = sorted(set(SCENE_USE.findall(SIMPLE_REF.sub("_node_", code))))
-    if scene:
+    scene = sorted(set(SCENE_USE.findall(SIMPLE_REF.sub("_node_", RUN_AS_MAIN.sub("false", code)))))
+    outside = [use for use in scene if use in OUTSIDE_SCENE]
+    if outside:
         return Skip(record_id, "needs_course_scene",
-                    "the solution reaches nodes or resources of the course scene: " + ", ".join(scene))
+                    "the solution reaches the course app or resources outside its scene: " + ", ".join(outside))
+    # A script that walks its scene's nodes (get_children(), a dynamic get_node()) gets the whole
+    # scene, built from the clone's .tscn files.
+    whole_scene = scene_tree(project, slice_path) if scene else []
+    if isinstance(whole_scene, str):
+        return Skip(record_id, "needs_course_scene", f"the solution walks its scene's nodes with {', '.join(scene)}; "
+                                                     f"the scene cannot be given: {whole_scene}")
     other_autoloads = sorted((words & project.autoloads) - set(STANDIN_AUTOLOADS))
     if other_autoloads:
         return Skip(record_id, "needs_course_runtime",
@@ -371,13 +399,22 @@ def convert_practice(record_id: str, record) -> dict | Skip:
         # The node's own state after the run (what the course shows: where it is, how it looks).
         tester_props += ["position", "rotation", "scale", "visible", "modulate"]
     own_vars = [v for v in dict.fromkeys(script_vars) if v not in refs]   # not the variables holding scene nodes
-    compared = [{"get": v} for v in dict.fromkeys(own_vars + (tester_props if node_base else []))]
+    # An array the tester only asks membership of (`cell in board.selected_units`) is compared in
+    # sorted order (any order passes the course); the rest as they are.
+    unordered = membership_only(tester, own_vars)
+    compared = [{"get": v} for v in dict.fromkeys(own_vars + (tester_props if node_base else [])) if v not in unordered]
+    compared += [{"probe": "unordered"}] if unordered else []
     # What a course class recorded (the turtle's drawing), read through the oracle's probe.
     compared += [{"probe": name} for given in classes.values() for name in given["probes"]]
     compared += probe_calls(gold, editable, tester)
     compared += probe_amounts(gold, editable, own_vars, {s["call"] for s in compared if "call" in s})
     types, values, own = scene_types(project, slice_path)
     nodes = standin_nodes(code, refs, types) if refs else []
+    if whole_scene:
+        nodes = scene_standins(whole_scene, nodes, code)
+        if isinstance(nodes, str):
+            return Skip(record_id, "needs_course_scene", nodes)
+        compared.append({"probe": "scene"})
     # The nodes of a course class's own scene (the turtle's Pivot, Canvas, Camera2D), added as plain
     # nodes of their types before the script reaches them.
     nodes += [n for given in classes.values() for n in given["nodes"] if n["path"] not in {m["path"] for m in nodes}]
@@ -388,16 +425,17 @@ def convert_practice(record_id: str, record) -> dict | Skip:
     # The scene's own starting values (a hidden robot, a spin box's number) are set before the run.
     setup = [{"set": k, "value": v} for k, v in sorted(own.items())] if node_base else []
     for k, node in enumerate(nodes):
-        start = values.get(node["path"].rsplit("/", 1)[-1], {})
+        start = values.get(node["path"].rsplit("/", 1)[-1], {}) if "values" not in node else {}
         if start:
             setup.append({"call": "get_node", "args": [node["path"]], "as": f"start{k}", "ignore": True})
             setup += [{"set": prop, "value": v, "on": f"start{k}"} for prop, v in sorted(start.items())]
-        # What the script told the stand-in (e.g. the health bar's values) is compared too.
-        if node["methods"] or node["props"]:
+        # What the script told the stand-in (e.g. the health bar's values) is compared too (the rest of
+        # a whole scene through the scene probe).
+        if (node["methods"] or node["props"]) and node["path"] in refs.values():
             compared.append({"call": "get_node", "args": [node["path"]], "as": f"node{k}", "ignore": True})
             compared += [{"get": prop, "on": f"node{k}"} for prop in node["props"]]
-        if node["methods"]:
-            compared.append({"get": "dslbench_calls", "on": f"node{k}"})
+            if node["methods"]:
+                compared.append({"get": "dslbench_calls", "on": f"node{k}"})
     # Before the run, as in the course app (the scene is shown before Run is pressed): a frame passes
     # (a _ready that waits for a frame completes) and the state the starting code gives is read.
     before_run = ([{"tick": 1}] if node_base else []) + [{"get": v} for v in given_vars(gold, starting, own_vars)]
@@ -413,6 +451,10 @@ def convert_practice(record_id: str, record) -> dict | Skip:
     if context:
         context["project.godot"] = project_godot(autoloads, classes)
     probes = {name: source for given in classes.values() for name, source in given["probes"].items()}
+    if whole_scene:
+        probes["scene"] = SCENE_PROBE
+    if unordered:
+        probes["unordered"] = unordered_probe(unordered)
     lesson_slug = re.sub(r"[^a-z0-9]+", "-", folder.name.lower()).strip("-")
     given = ""
     if context:
@@ -472,9 +514,15 @@ def semantic_mutants(before: str, editable: str, after: str) -> list[dict]:
             new = str(int(m.group(1)) + 1) + (m.group(2) or "")
             made.append((f"constant change: {m.group(0)} -> {new}", lines[:i] + [lines[i][:m.start()] + new + lines[i][m.end():]] + lines[i + 1:]))
             break
+    depth, inside = 0, set()                                # lines of a bracket that spans lines
+    for i, line in enumerate(lines):
+        code = STRING.sub('""', line).split("#", 1)[0]
+        start, depth = depth, max(0, depth + sum(code.count(c) for c in "([{") - sum(code.count(c) for c in ")]}"))
+        if start > 0 or depth > 0:
+            inside.add(i)
     for i in reversed(body):                                # dropped statement (inside a function)
         line = lines[i]
-        if line.startswith("\t") and not line.rstrip().endswith(":") and line.strip() not in ("pass", "return"):
+        if i not in inside and line.startswith("\t") and not line.rstrip().endswith(":") and line.strip() not in ("pass", "return"):
             indent = line[: len(line) - len(line.lstrip())]
             made.append((f"dropped statement: {line.strip()}", lines[:i] + [indent + "pass"] + lines[i + 1:]))
             break
@@ -535,6 +583,222 @@ def scene_types(project: Project, script: Path) -> tuple[dict[str, str], dict[st
         if res in scene.read_text(encoding="utf-8", errors="replace"):
             read(scene, 0)
     return types, values, own
+
+
+# A scene property value the harness can set as it is written in the .tscn (str2var reads Godot's own
+# literal syntax); values that name resources, objects or node paths are not given.
+SCENE_LITERAL = re.compile(r'-?\d+(\.\d+)?(e-?\d+)?|true|false|"(?:[^"\\\n]|\\.)*"'
+                           r'|(Vector2|Vector3|Color|Rect2|Pool(Int|Real|String)Array)\([^()\n]*\)')
+NOT_GIVEN_PROPS = {"script", "__meta__", "theme"}
+PLAIN_NAME = re.compile(r"[A-Za-z_]\w*")
+
+
+def scene_tree(project: Project, script: Path) -> list[dict] | str:
+    """The nodes of the practice's scene below its root, parents first and in the scene's child order,
+    with the sub-scenes it instances (and an inherited scene's base) expanded: path, Godot type, the
+    literal property values the scenes set, whether the scene gives the node a script of its own
+    (`scripted`) and the functions that script defines. Returns the reason when the scene cannot be
+    given this way."""
+    try:
+        res = "res://" + script.resolve().relative_to(project.root.resolve()).as_posix()
+    except ValueError:
+        res = script.name
+    scenes = [s for s in sorted(script.parent.glob("*.tscn")) if res in s.read_text(encoding="utf-8", errors="replace")]
+    if not scenes:
+        return "no scene beside the script attaches it"
+    children: dict[str, list[str]] = {"": []}          # path -> child paths in order ("" is the root)
+    nodes: dict[str, dict] = {}
+
+    def add(path: str, kind: str, values: dict, scripted: bool, index: int | None) -> None:
+        if path in nodes:                               # an override of an instanced or inherited node
+            nodes[path]["values"].update(values)
+            return
+        parent = path.rsplit("/", 1)[0] if "/" in path else ""
+        siblings = children.setdefault(parent, [])
+        siblings.insert(index if index is not None else len(siblings), path)
+        children.setdefault(path, [])
+        nodes[path] = {"path": path, "type": kind, "values": values, "scripted": scripted}
+
+    def read(scene: Path, prefix: str, depth: int) -> tuple[str, dict, bool, set]:
+        """Adds the scene's nodes below `prefix`; returns its root's (type, values, scripted, functions)."""
+        text = scene.read_text(encoding="utf-8", errors="replace")
+        ext = dict((i, path) for path, i in re.findall(r'\[ext_resource path="([^"]+)" type="PackedScene" id=(\d+)\]', text))
+        root = ("Node", {}, False, set())
+        for n, (name, attrs) in enumerate(NODE_SECTION.findall(text)):
+            header = f'[node name="{name}"{attrs}]'
+            body = text[text.index(header) + len(header):].split("\n[", 1)[0]
+            values = {k: v.strip() for k, v in re.findall(r"^([\w/]+) = (.+)$", body, re.M)
+                      if k not in NOT_GIVEN_PROPS and "/" not in k and SCENE_LITERAL.fullmatch(v.strip())}
+            own_script = re.search(r"^script = ExtResource\(\s*(\d+)\s*\)", body, re.M)
+            scripts = dict((i, path) for path, i in re.findall(r'\[ext_resource path="([^"]+)" type="Script" id=(\d+)\]', text))
+            scripted = own_script is not None
+            # The functions the scene's script of the node defines (what a stand-in replaces).
+            functions = set()
+            if own_script and own_script.group(1) in scripts:
+                script_file = project.resolve(scripts[own_script.group(1)], scene.parent)
+                if script_file.exists():
+                    functions = set(re.findall(r"^func (\w+)\(", script_file.read_text(encoding="utf-8", errors="replace"), re.M))
+            kind = re.search(r'type="(\w+)"', attrs)
+            kind = kind.group(1) if kind else "Node"
+            inst = re.search(r"instance=ExtResource\(\s*(\d+)\s*\)", attrs)
+            parent = re.search(r'parent="([^"]*)"', attrs)
+            index = re.search(r'index="(\d+)"', attrs)
+            if n > 0 and not PLAIN_NAME.fullmatch(name):
+                raise ValueError(f"its node name {name!r} is not a plain name")
+            rel = "" if n == 0 else (name if parent.group(1) == "." else f"{parent.group(1)}/{name}")
+            path = "/".join(x for x in (prefix, rel) if x)
+            if inst:
+                if inst.group(1) not in ext or depth >= 3:
+                    raise ValueError(f"it instances a scene that is not given ({ext.get(inst.group(1), '?')})")
+                sub = project.resolve(ext[inst.group(1)], scene.parent)
+                if not sub.exists():
+                    raise ValueError(f"the scene {ext[inst.group(1)]} it instances is not in the clone")
+                if n > 0:                               # the node goes in before the sub-scene's own nodes
+                    add(path, "Node", {}, False, int(index.group(1)) if index else None)
+                sub_kind, sub_values, sub_scripted, sub_functions = read(sub, path, depth + 1)
+                kind, values = sub_kind, {**sub_values, **values}
+                scripted, functions = scripted or sub_scripted, functions or sub_functions
+            if n == 0:
+                root = (kind, values, scripted, functions)
+            elif path in nodes and inst:
+                nodes[path].update({"type": kind, "values": values, "scripted": scripted, "functions": functions})
+            else:
+                add(path, kind, values, scripted, int(index.group(1)) if index else None)
+                nodes[path]["functions"] = functions
+        return root
+
+    try:
+        read(scenes[0], "", 0)
+    except ValueError as e:
+        return str(e)
+    order: list[dict] = []
+
+    def walk(path: str) -> None:
+        for child in children.get(path, []):
+            order.append(nodes[child])
+            walk(child)
+
+    walk("")
+    return order
+
+
+def membership_only(tester: str, own_vars: list[str]) -> list[str]:
+    """The script variables that the tester reads from the practice's scene root only to iterate or
+    test membership (`for c in board.x`, `c in board.x`): their order is not checked."""
+    boards = set(re.findall(r"\b(\w+)\s*=\s*_scene_root_viewport\.get_child\(0\)", tester))
+    out = []
+    for v in own_vars:
+        uses = [m for b in boards for m in re.finditer(rf"(\bin\s+)?\b{b}\.{re.escape(v)}\b(?!\s*\.)", tester)]
+        reads = len(re.findall(rf"\b(?:{'|'.join(boards) or '_'})\.{re.escape(v)}\b", tester))
+        if uses and reads == len(uses) and all(m.group(1) for m in uses):
+            out.append(v)
+    return out
+
+
+def unordered_probe(names: list[str]) -> str:
+    """The oracle's probe of variables compared regardless of order: each array of values sorted (a
+    copy). An array holding objects keeps its order: objects sort by their address, which differs
+    between runs."""
+    lines = ["extends Reference", "", "", "func probe(target):", "\tvar out := {}"]
+    for name in names:
+        lines += [f'\tout["{name}"] = sorted(target.get("{name}"))']
+    lines += ["\treturn out", "", "", "func sorted(value):", "\tif typeof(value) != TYPE_ARRAY:", "\t\treturn value",
+              "\tfor item in value:", "\t\tif typeof(item) == TYPE_OBJECT:", "\t\t\treturn value",
+              "\tvar copy = value.duplicate()", "\tcopy.sort()", "\treturn copy"]
+    return "\n".join(lines) + "\n"
+
+
+def scene_standins(tree: list[dict], named: list[dict], code: str) -> list[dict] | str:
+    """The whole scene as harness stand-ins, in scene order: each node with its type and the scene's
+    values (SCENE_VALUES). A node the script names ($Name) gets what the script uses on it
+    (standin_nodes); a node the scene gives a script of its own (a crate, an inventory item) gets the
+    methods, properties and signals the script uses on the nodes it reaches by walking the scene
+    (`crate.use()`, `child.SWORD`), as recording stand-ins. Named nodes the scene lacks come last.
+    Returns the reason when stand-ins cannot give what the script needs."""
+    by_path = {n["path"]: n for n in named}
+    code = re.sub(r'"(?:[^"\\\n]|\\.)*"', '""', code)
+    calls = set(re.findall(r"\b(?!self\b)[a-z_]\w*\.([A-Za-z_]\w*)\s*\(", code))
+    walked = {"methods": calls - {"connect"},
+              "props": set(re.findall(r"\b(?!self\b)[a-z_]\w*\.([A-Za-z_]\w*)\b(?!\s*\()", code)) - calls,
+              "signals": set(re.findall(r'\.connect\(\s*"(\w+)"', code)) | set(re.findall(r'yield\(\s*\w+\s*,\s*"(\w+)"', code))}
+    # A stand-in records calls and returns nothing: a script that uses what the scene's own scripts
+    # return (an item's name) cannot be judged with it.
+    valued = set(re.findall(r"(?:[=(,\[%]|\breturn|\bin)\s*(?!self\b)[a-z_]\w*\.(\w+)\s*\(", code))
+    returned = sorted(valued & {f for node in tree if node["scripted"] for f in node["functions"]})
+    if returned:
+        return "the solution uses what the scene's own scripts return: " + ", ".join(f"{f}()" for f in returned)
+    out = []
+    for node in tree:
+        made = by_path.pop(node["path"], None) or {"path": node["path"], "type": node["type"], "methods": [],
+                                                    "props": [], "signals": [], "state": []}
+        made["type"] = node["type"]
+        if not node["scripted"]:
+            made["state"] = []      # a node of the scene's own type: its properties are real, not recorded
+        else:
+            for key, used in walked.items():
+                made[key] = sorted(set(made[key]) | used)
+        made["values"] = {k: v for k, v in node["values"].items() if k in SCENE_VALUES}
+        out.append(made)
+    return out + list(by_path.values())
+
+
+# The oracle's probe of a whole scene: each node below the instance, depth first in child order, with
+# what a practice changes in its scene (shown, moved, relabelled, freed, a stand-in's recorded calls),
+# and which of them the script's variables hold (by path: a picked track, the selected crates).
+SCENE_PROBE = """extends Reference
+
+
+func probe(target):
+	var nodes := []
+	walk(target, "", nodes)
+	var held := {}
+	for p in target.get_property_list():
+		if p["usage"] & PROPERTY_USAGE_SCRIPT_VARIABLE:
+			var value = target.get(p["name"])
+			var items = value if typeof(value) == TYPE_ARRAY else [value]
+			var paths := []
+			for item in items:
+				if typeof(item) == TYPE_OBJECT and is_instance_valid(item) and item is Node and target.is_a_parent_of(item):
+					paths.append(path_of(target, item))
+			if not paths.empty():
+				held[p["name"]] = paths
+	return {"nodes": nodes, "held": held}
+
+
+# A node's path below the instance; a node the script made without a name is named by its class and
+# its index (Godot's own generated names count every node made, so they differ between runs).
+func path_of(target, node):
+	var parts := []
+	while node != target:
+		parts.push_front(name_of(node))
+		node = node.get_parent()
+	return PoolStringArray(parts).join("/")
+
+
+func name_of(node):
+	var name = str(node.name)
+	return "@%s%d" % [node.get_class(), node.get_index()] if name.begins_with("@") else name
+
+
+func walk(node, path, out):
+	for child in node.get_children():
+		var name = name_of(child)
+		var here = name if path == "" else path + "/" + name
+		var entry := {"path": here, "class": child.get_class(), "freed": child.is_queued_for_deletion()}
+		if child is CanvasItem:
+			entry["visible"] = child.visible
+		if child is Node2D:
+			entry["position"] = child.position
+			entry["rotation"] = child.rotation
+			entry["scale"] = child.scale
+		for prop in ["text", "value"]:
+			if prop in child:
+				entry[prop] = child.get(prop)
+		if "dslbench_calls" in child:
+			entry["calls"] = child.dslbench_calls
+		out.append(entry)
+		walk(child, here, out)
+"""
 
 
 def standin_nodes(code: str, refs: dict[str, str], types: dict[str, str]) -> list[dict]:

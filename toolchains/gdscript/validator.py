@@ -11,9 +11,11 @@ Oracle spec (task.oracle):
                                `func probe(target)` whose return value a `probe` step compares (what
                                a course class recorded, reduced as the course's tester reads it)
   nodes:                       optional stand-ins for scene nodes the script reaches ($Name, find_node):
-    - {path: Name, type: Node2D, methods: [..], props: [..], signals: [..]}   added as children (owned)
-                               before the instance enters the tree; methods the type lacks only record
-                               their calls in the node's `dslbench_calls`
+    - {path: Name, type: Node2D, methods: [..], props: [..], signals: [..], values: {..}}   added as
+                               children (owned, in the order listed) before the instance enters the
+                               tree; methods the type lacks only record their calls in the node's
+                               `dslbench_calls`; values maps a property to a Godot literal (the scene
+                               file's own text, e.g. "Vector2( 0.8, 0.8 )") set when the node is made
   scenarios:                   each starts from a fresh instance
     - name: "text"             optional
       tree: true               optional: add the instance (a Node) to the SceneTree first (_ready runs)
@@ -217,7 +219,8 @@ def plan_for(oracle: dict, tag: str, scripts: list[str]) -> dict:
                           "value": var_text(step.get("value")), "on": step.get("on", "self"),
                           "as": step.get("as", "")})
         scenarios.append({"tree": bool(sc.get("tree", False)), "steps": steps})
-    nodes = [{"path": n["path"], "type": n["type"], **{k: list(n.get(k, [])) for k in ("methods", "props", "signals")}}
+    nodes = [{"path": n["path"], "type": n["type"], "values": dict(n.get("values", {})),
+              **{k: list(n.get(k, [])) for k in ("methods", "props", "signals")}}
              for n in oracle.get("nodes", [])]
     return {"tag": tag, "scripts": scripts, "base": oracle["base"], "nodes": nodes,
             "probes": dict(oracle.get("probes", {})),
