@@ -260,6 +260,9 @@ def test_btgenbot_import_maps_fields_and_migrates(tmp_path, tasks):
     assert '<Condition ID="BatteryLow"/>' in docking["context"]["nodes.xml"]
     assert '<Condition ID="BatteryLow"> under <ReactiveSequence> -> <BatteryLow>' in docking["provenance"]["migration"]
     assert '<Fallback ID="Docking"> -> <Fallback name="Docking">' in docking["provenance"]["migration"]
+    # only a tree that had a <TreeNodesModel> is logged as having it moved
+    moved = "moved the tree's <TreeNodesModel> into the palette file"
+    assert moved in restock["provenance"]["migration"] and moved not in docking["provenance"]["migration"]
     written = write_tasks(DSL, imported.tasks, tmp_path)  # strict load of every file
     assert len(written) == 9
     for path in written:  # the migrated golds pass their own oracle on the real toolchain

@@ -152,6 +152,7 @@ def migrate(xml_text: str) -> tuple[str, list[str], ET.Element, list[tuple[str, 
     checks: list[tuple[str, str]] = []
     # the tree's own <TreeNodesModel> goes into the palette file; compacted leaves add their kinds to it
     model = root.find("TreeNodesModel")
+    had_model = model is not None
     if model is not None:
         root.remove(model)
     else:
@@ -224,7 +225,7 @@ def migrate(xml_text: str) -> tuple[str, list[str], ET.Element, list[tuple[str, 
                 raise Unconvertible(f"<{node_id}> has children but is not a core BehaviorTree.CPP 4 control or "
                                     "decorator node (behaviortreepy cannot register one from Python)",
                                     "custom_control_node")
-    if len(model):
+    if had_model:         # (entries the compaction added are logged with the compaction)
         changes.append("moved the tree's <TreeNodesModel> into the palette file")
     return _serialize(root), changes, model, checks
 
