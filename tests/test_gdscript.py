@@ -228,6 +228,7 @@ def test_a_practice_that_walks_its_scene_gets_the_whole_scene(godot, tmp_path):
     assert nodes["Rows/Crate2"]["type"] == "Panel" and nodes["Rows/Crate2"]["values"] == {"visible": "false"}
     assert nodes["Title"]["values"] == {"text": '"Crates"'} and nodes["Rows/Crate/Count"]["values"] == {"text": '"0"'}
     assert "open" in nodes["Rows/Crate"]["methods"] and nodes["Rows/Crate/Icon"]["methods"] == []
+    assert nodes["Rows/Crate"]["signals"] == ["opened"]                 # connected in _ready
     assert "texture" not in nodes["Rows/Crate/Icon"]["values"]          # a resource is never given
     steps = crates["oracle"]["scenarios"][0]["steps"]
     after = steps[steps.index({"call": "_run", "ignore": True}):]

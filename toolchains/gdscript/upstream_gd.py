@@ -623,6 +623,7 @@ def scene_tree(project: Project, script: Path) -> list[dict] | str:
         """Adds the scene's nodes below `prefix`; returns its root's (type, values, scripted, functions)."""
         text = scene.read_text(encoding="utf-8", errors="replace")
         ext = dict((i, path) for path, i in re.findall(r'\[ext_resource path="([^"]+)" type="PackedScene" id=(\d+)\]', text))
+        scripts = dict((i, path) for path, i in re.findall(r'\[ext_resource path="([^"]+)" type="Script" id=(\d+)\]', text))
         root = ("Node", {}, False, set())
         for n, (name, attrs) in enumerate(NODE_SECTION.findall(text)):
             header = f'[node name="{name}"{attrs}]'
@@ -630,7 +631,6 @@ def scene_tree(project: Project, script: Path) -> list[dict] | str:
             values = {k: v.strip() for k, v in re.findall(r"^([\w/]+) = (.+)$", body, re.M)
                       if k not in NOT_GIVEN_PROPS and "/" not in k and SCENE_LITERAL.fullmatch(v.strip())}
             own_script = re.search(r"^script = ExtResource\(\s*(\d+)\s*\)", body, re.M)
-            scripts = dict((i, path) for path, i in re.findall(r'\[ext_resource path="([^"]+)" type="Script" id=(\d+)\]', text))
             scripted = own_script is not None
             # The functions the scene's script of the node defines (what a stand-in replaces).
             functions = set()
@@ -716,15 +716,18 @@ def scene_standins(tree: list[dict], named: list[dict], code: str) -> list[dict]
     (`crate.use()`, `child.SWORD`), as recording stand-ins. Named nodes the scene lacks come last.
     Returns the reason when stand-ins cannot give what the script needs."""
     by_path = {n["path"]: n for n in named}
-    code = re.sub(r'"(?:[^"\\\n]|\\.)*"', '""', code)
+    signals = set(re.findall(r'\.connect\(\s*"(\w+)"', code)) | set(re.findall(r'yield\(\s*\w+\s*,\s*"(\w+)"', code))
+    code = re.sub(r'"(?:[^"\\\n]|\\.)*"', '""', code)          # names inside strings are not uses
     calls = set(re.findall(r"\b(?!self\b)[a-z_]\w*\.([A-Za-z_]\w*)\s*\(", code))
     walked = {"methods": calls - {"connect"},
               "props": set(re.findall(r"\b(?!self\b)[a-z_]\w*\.([A-Za-z_]\w*)\b(?!\s*\()", code)) - calls,
-              "signals": set(re.findall(r'\.connect\(\s*"(\w+)"', code)) | set(re.findall(r'yield\(\s*\w+\s*,\s*"(\w+)"', code))}
+              "signals": signals}
     # A stand-in records calls and returns nothing: a script that uses what the scene's own scripts
-    # return (an item's name) cannot be judged with it.
-    valued = set(re.findall(r"(?:[=(,\[%]|\breturn|\bin)\s*(?!self\b)[a-z_]\w*\.(\w+)\s*\(", code))
-    returned = sorted(valued & {f for node in tree if node["scripted"] for f in node["functions"]})
+    # return (an item's name) cannot be judged with it: any call of theirs that is not a statement of its own.
+    functions = {f for node in tree if node["scripted"] for f in node["functions"]}
+    returned = sorted({m.group(1) for line in code.splitlines()
+                       for m in re.finditer(r"\b(?!self\b)[a-z_]\w*\.(\w+)\s*\(", line)
+                       if m.group(1) in functions and not re.fullmatch(r"\s*[a-z_]\w*\.\w+\(.*\)\s*", line)})
     if returned:
         return "the solution uses what the scene's own scripts return: " + ", ".join(f"{f}()" for f in returned)
     out = []
