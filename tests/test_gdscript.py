@@ -255,6 +255,11 @@ def test_tick_step_is_checked():
     assert spec({**ok, "output": True, "nodes": [{"path": "A/B", "type": "Label", "props": ["text"]}]}) == []
     assert [f for f, _ in spec({**ok, "output": 1, "nodes": [{"path": "../x", "type": "Label"}]})] == \
         ["nodes[0].path", "output"]
+    # a node's scene values are Godot literals as written in the .tscn; a resource is never one
+    assert spec({**ok, "nodes": [{"path": "A", "type": "Label", "values": {"text": '"hi"', "rect_position": "Vector2( 1, 2 )"}}]}) == []
+    assert [f for f, _ in spec({**ok, "nodes": [{"path": "A", "type": "TextureRect",
+                                                 "values": {"texture": "ExtResource( 2 )", "visible": False}}]})] == \
+        ["nodes[0].values.texture", "nodes[0].values.visible"]
     probed = {**ok, "probes": {"drawing": "extends Reference\n"}, "scenarios": [{"steps": [{"probe": "drawing"}]}]}
     assert spec(probed) == []
     assert [f for f, _ in spec({**probed, "probes": {}})] == ["scenarios[0].steps[0].probe"]
