@@ -132,9 +132,10 @@ def _import(source=FIXTURES):
 
 def test_importer_maps_practices_and_skips_with_reasons():
     made = _import()
-    assert isinstance(made, upstream.Imported) and made.read == 9
+    assert isinstance(made, upstream.Imported) and made.read == 10
     by_title = {t["title"]: t for t in made.tasks}
-    assert sorted(by_title) == ["A Small Square", "Count the Coins", "Open the Crates", "Spin the Wheel", "Wave Hello"]
+    assert sorted(by_title) == ["A Small Square", "Count the Coins", "Drive the Cart", "Open the Crates", "Spin the Wheel",
+                                "Wave Hello"]
     coins, spin = by_title["Count the Coins"], by_title["Spin the Wheel"]
     assert coins["id"] == "gdscript-up-lesson-3-counting-coins-1"
     assert coins["provenance"]["upstream_id"] == "res://course/lesson-3-counting-coins/practice-Ab12Cd34.tres"
@@ -184,7 +185,7 @@ def test_importer_reads_the_course_folder_too_and_rejects_a_wrong_folder(tmp_pat
 
 def test_import_writes_valid_tasks_and_summary(tmp_path):
     report = upstream.import_upstream("gdscript", FIXTURES, tmp_path)
-    assert len(report.written) == 5 and report.read == 9
+    assert len(report.written) == 6 and report.read == 10
     assert report.reasons() == {"needs_course_scene": 2, "malformed_record": 1, "needs_course_runtime": 1}
 
 
@@ -247,6 +248,42 @@ def test_a_practice_that_walks_its_scene_gets_the_whole_scene(godot, tmp_path):
     # Which crates the script keeps is compared by their paths in the scene.
     syn, sem = run(task, task.gold.replace("opened.append(crate)", "opened.append(_rows.get_child(0))"))
     assert sem["status"] == "fail" and "probe scene" in sem["diagnostics"]
+
+
+def test_a_node_whose_state_the_practice_uses_runs_the_scenes_own_script(godot, tmp_path):
+    """The cart's stops are its own state (`cart.stops.clear()`): a recording stand-in cannot give them,
+    so the cart runs the script the scene builds into it, taken from the clone, and its stops are
+    compared."""
+    cart = next(t for t in _import().tasks if t["title"] == "Drive the Cart")
+    assert cart["oracle"]["nodes"] == [{"path": "Cart", "type": "Node2D", "methods": [], "props": [], "signals": [],
+                                        "script": "CartMoves_Cart.gd", "values": {"position": "Vector2( 0, 40 )"}}]
+    assert 'print("cart at ", stop)' in cart["context"]["CartMoves_Cart.gd"]     # the built-in source, unescaped
+    assert cart["oracle"]["scenarios"][0]["steps"][-2:] == [
+        {"call": "get_node", "args": ["Cart"], "as": "node0", "ignore": True}, {"get": "stops", "on": "node0"}]
+    task = load_task_file(upstream.write_tasks("gdscript", [cart], tmp_path)[0], TC.check_oracle)
+    syn, sem = run(task, task.gold)
+    assert syn["status"] == sem["status"] == "pass", sem
+    assert task.mutants and all(run(task, m.program)[1]["status"] == "fail" for m in task.mutants)
+    loop = "\tfor stop in route:\n\t\tcart.go_to(stop)"
+    for new, status in (("\tfor i in range(route.size()):\n\t\tcart.go_to(route[i])", "pass"),
+                        ("\tfor stop in route:\n\t\tcart.stops.append(stop)", "fail")):
+        syn, sem = run(task, task.gold.replace(loop, new))
+        assert syn["status"] == "pass" and sem["status"] == status, (new, sem)
+    assert "probe scene" in sem["diagnostics"]           # the cart did not move
+    # Without the script in the scene file, the practice is skipped with the reason.
+    clone = tmp_path / "clone"
+    shutil.copytree(FIXTURES, clone)
+    scene = clone / "course/lesson-6-crate-shelf/cart_moves/CartMoves.tscn"
+    scene.write_text(scene.read_text().replace("script = SubResource( 1 )\n", ""))
+    skipped = {s.record.rsplit("/", 1)[-1]: s for s in _import(clone).skipped}
+    assert skipped["practice-Ct9Mv4s6.tres"].reason == "needs_course_scene"
+    assert "Cart.stops (Cart: the scene gives it no script" in skipped["practice-Ct9Mv4s6.tres"].detail
+    # So is one whose node script uses more of the course app than the task gives (an autoload).
+    scene.write_text((FIXTURES / "course/lesson-6-crate-shelf/cart_moves/CartMoves.tscn").read_text()
+                     .replace("stops.append(stop)", "stops.append(stop)\n\tMessageBus.emit_signal(\\\"moved\\\")"))
+    skipped = {s.record.rsplit("/", 1)[-1]: s for s in _import(clone).skipped}
+    assert skipped["practice-Ct9Mv4s6.tres"].reason == "needs_course_scene"
+    assert "its script needs more of the course: MessageBus" in skipped["practice-Ct9Mv4s6.tres"].detail
 
 
 def test_tick_step_is_checked():

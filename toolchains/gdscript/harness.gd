@@ -99,7 +99,8 @@ func run_script(path: String, plan: Dictionary) -> void:
 # A stand-in for a node of the course scene that the script reaches ($Name, find_node("Name")):
 # a node of the scene's type, with the literal values the scene gives it, whose script adds the
 # methods, properties and signals the script uses that the type lacks; the methods do nothing but
-# record their calls in `dslbench_calls`. Nodes are added in the order given (parents first).
+# record their calls in `dslbench_calls`. A node with a `script` (a context file: the scene's own
+# script of the node) runs that script instead. Nodes are added in the order given (parents first).
 func add_standin(inst: Node, spec: Dictionary) -> void:
 	var parent: Node = inst
 	var parts: Array = spec["path"].split("/")
@@ -122,6 +123,11 @@ func make_standin(spec: Dictionary) -> Node:
 	var type: String = spec["type"]
 	if not ClassDB.class_exists(type) or not ClassDB.can_instance(type) or not ClassDB.is_parent_class(type, "Node"):
 		type = "Node"
+	if spec.get("script", "") != "":
+		# The scene's own script of the node (a task context file), run as the course runs it.
+		var own: Node = ClassDB.instance(type)
+		own.set_script(load("res://" + spec["script"]))
+		return own
 	var native_props := []
 	for p in ClassDB.class_get_property_list(type):
 		native_props.append(p["name"])

@@ -28,10 +28,11 @@ class; never bundled here), an empty scene of the same root type for the label s
 stand-ins for the nodes of the turtle's scene, and is judged through the oracle's probe of the drawing
 (turtle_probe: what the practice's tester reads). A practice that walks its scene's nodes gets the
 whole scene (scene_tree: the clone's .tscn files as node types and literal values; recording
-stand-ins where the scene gives a node a script) and is judged also through the scene probe. A
-practice that needs more of the app (the state of scene nodes, resources loaded by path, values the
-scene's own scripts return, another autoload, or another course class) is skipped with a reason, as
-is one whose tester accepts many answers (OPEN_ENDED).
+stand-ins where the scene gives a node a script) and is judged also through the scene probe; a node
+whose state it uses runs the scene's own script of that node, copied from the clone (own_script_file).
+A practice that needs more of the app (state on nodes whose script cannot be given, resources loaded
+by path, values the scene's own scripts return, another autoload, or another course class) is skipped
+with a reason, as is one whose tester accepts many answers (OPEN_ENDED).
 """
 from __future__ import annotations
 
@@ -410,8 +411,21 @@ def convert_practice(record_id: str, record) -> dict | Skip:
     compared += probe_amounts(gold, editable, own_vars, {s["call"] for s in compared if "call" in s})
     types, values, own = scene_types(project, slice_path)
     nodes = standin_nodes(code, refs, types) if refs else []
+    # A node whose state the script works with (a robot's recorded path) runs the scene's own script,
+    # taken from the user's clone, on the whole scene.
+    state_of = {n["path"]: n["state"] for n in nodes if n["state"]}
+    own_scripts: dict[str, tuple[str, str]] = {}
+    not_given: dict[str, str] = {}                  # node path -> why its own script cannot be given
+    if state_of:
+        tree = whole_scene or scene_tree(project, slice_path)
+        found = {} if isinstance(tree, str) else {n["path"]: n for n in tree}
+        offered = {path: own_script_file(found[path], slice_path.stem, state, project) if path in found
+                   else "it is not in the practice's scene" for path, state in state_of.items()}
+        not_given = {path: o for path, o in offered.items() if isinstance(o, str)}
+        if not not_given:
+            whole_scene, own_scripts = tree, offered
     if whole_scene:
-        nodes = scene_standins(whole_scene, nodes, code)
+        nodes = scene_standins(whole_scene, nodes, code, {path: g[0] for path, g in own_scripts.items()})
         if isinstance(nodes, str):
             return Skip(record_id, "needs_course_scene", nodes)
         compared.append({"probe": "scene"})
@@ -421,7 +435,7 @@ def convert_practice(record_id: str, record) -> dict | Skip:
     stateful = [f"{n['path']}.{prop}" for n in nodes for prop in n.pop("state", [])]
     if stateful:      # the script works with the node's own state: a recording stand-in is not enough
         return Skip(record_id, "needs_course_scene", "the solution uses the state of course scene nodes: "
-                    + ", ".join(stateful))
+                    + ", ".join(stateful) + "".join(f" ({path}: {why})" for path, why in sorted(not_given.items())))
     # The scene's own starting values (a hidden robot, a spin box's number) are set before the run.
     setup = [{"set": k, "value": v} for k, v in sorted(own.items())] if node_base else []
     for k, node in enumerate(nodes):
@@ -436,6 +450,9 @@ def convert_practice(record_id: str, record) -> dict | Skip:
             compared += [{"get": prop, "on": f"node{k}"} for prop in node["props"]]
             if node["methods"]:
                 compared.append({"get": "dslbench_calls", "on": f"node{k}"})
+        if node["path"] in own_scripts:       # a node running its own script: the state the script used
+            compared.append({"call": "get_node", "args": [node["path"]], "as": f"node{k}", "ignore": True})
+            compared += [{"get": prop, "on": f"node{k}"} for prop in state_of[node["path"]]]
     # Before the run, as in the course app (the scene is shown before Run is pressed): a frame passes
     # (a _ready that waits for a frame completes) and the state the starting code gives is read.
     before_run = ([{"tick": 1}] if node_base else []) + [{"get": v} for v in given_vars(gold, starting, own_vars)]
@@ -443,7 +460,7 @@ def convert_practice(record_id: str, record) -> dict | Skip:
     if not compared:
         return Skip(record_id, "nothing_to_compare", "no script variable or tester-read property to compare")
 
-    context = {}
+    context = dict(own_scripts.values())
     for given in classes.values():
         context.update(given["files"])
     for a in autoloads:
@@ -597,8 +614,8 @@ def scene_tree(project: Project, script: Path) -> list[dict] | str:
     """The nodes of the practice's scene below its root, parents first and in the scene's child order,
     with the sub-scenes it instances (and an inherited scene's base) expanded: path, Godot type, the
     literal property values the scenes set, whether the scene gives the node a script of its own
-    (`scripted`) and the functions that script defines. Returns the reason when the scene cannot be
-    given this way."""
+    (`scripted`), that script's source when the clone has it and the functions it defines. Returns the
+    reason when the scene cannot be given this way."""
     try:
         res = "res://" + script.resolve().relative_to(project.root.resolve()).as_posix()
     except ValueError:
@@ -619,25 +636,30 @@ def scene_tree(project: Project, script: Path) -> list[dict] | str:
         children.setdefault(path, [])
         nodes[path] = {"path": path, "type": kind, "values": values, "scripted": scripted}
 
-    def read(scene: Path, prefix: str, depth: int) -> tuple[str, dict, bool, set]:
-        """Adds the scene's nodes below `prefix`; returns its root's (type, values, scripted, functions)."""
+    def read(scene: Path, prefix: str, depth: int) -> tuple[str, dict, bool, set, str | None]:
+        """Adds the scene's nodes below `prefix`; returns its root's (type, values, scripted, functions,
+        source)."""
         text = scene.read_text(encoding="utf-8", errors="replace")
         ext = dict((i, path) for path, i in re.findall(r'\[ext_resource path="([^"]+)" type="PackedScene" id=(\d+)\]', text))
         scripts = dict((i, path) for path, i in re.findall(r'\[ext_resource path="([^"]+)" type="Script" id=(\d+)\]', text))
-        root = ("Node", {}, False, set())
+        built_in = _built_in_scripts(text, str(scene))
+        root = ("Node", {}, False, set(), None)
         for n, (name, attrs) in enumerate(NODE_SECTION.findall(text)):
             header = f'[node name="{name}"{attrs}]'
             body = text[text.index(header) + len(header):].split("\n[", 1)[0]
             values = {k: v.strip() for k, v in re.findall(r"^([\w/]+) = (.+)$", body, re.M)
                       if k not in NOT_GIVEN_PROPS and "/" not in k and SCENE_LITERAL.fullmatch(v.strip())}
-            own_script = re.search(r"^script = ExtResource\(\s*(\d+)\s*\)", body, re.M)
+            own_script = re.search(r"^script = (Ext|Sub)Resource\(\s*(\d+)\s*\)", body, re.M)
             scripted = own_script is not None
-            # The functions the scene's script of the node defines (what a stand-in replaces).
-            functions = set()
-            if own_script and own_script.group(1) in scripts:
-                script_file = project.resolve(scripts[own_script.group(1)], scene.parent)
-                if script_file.exists():
-                    functions = set(re.findall(r"^func (\w+)\(", script_file.read_text(encoding="utf-8", errors="replace"), re.M))
+            # The node's script as the scene gives it (a file of the clone, or built into the scene) and
+            # the functions it defines (what a stand-in replaces).
+            source = None
+            if own_script and own_script.group(1) == "Sub":
+                source = built_in.get(own_script.group(2))
+            elif own_script and own_script.group(2) in scripts:
+                script_file = project.resolve(scripts[own_script.group(2)], scene.parent)
+                source = script_file.read_text(encoding="utf-8", errors="replace") if script_file.exists() else None
+            functions = set(re.findall(r"^func (\w+)\(", source or "", re.M))
             kind = re.search(r'type="(\w+)"', attrs)
             kind = kind.group(1) if kind else "Node"
             inst = re.search(r"instance=ExtResource\(\s*(\d+)\s*\)", attrs)
@@ -655,16 +677,18 @@ def scene_tree(project: Project, script: Path) -> list[dict] | str:
                     raise ValueError(f"the scene {ext[inst.group(1)]} it instances is not in the clone")
                 if n > 0:                               # the node goes in before the sub-scene's own nodes
                     add(path, "Node", {}, False, int(index.group(1)) if index else None)
-                sub_kind, sub_values, sub_scripted, sub_functions = read(sub, path, depth + 1)
+                sub_kind, sub_values, sub_scripted, sub_functions, sub_source = read(sub, path, depth + 1)
                 kind, values = sub_kind, {**sub_values, **values}
-                scripted, functions = scripted or sub_scripted, functions or sub_functions
+                if not scripted:                        # the instancing scene's script replaces the sub-scene's
+                    scripted, functions, source = sub_scripted, sub_functions, sub_source
+            own = {"scripted": scripted, "functions": functions, "source": source}
             if n == 0:
-                root = (kind, values, scripted, functions)
+                root = (kind, values, scripted, functions, source)
             elif path in nodes and inst:
-                nodes[path].update({"type": kind, "values": values, "scripted": scripted, "functions": functions})
+                nodes[path].update({"type": kind, "values": values, **own})
             else:
                 add(path, kind, values, scripted, int(index.group(1)) if index else None)
-                nodes[path]["functions"] = functions
+                nodes[path].update(own)
         return root
 
     try:
@@ -680,6 +704,33 @@ def scene_tree(project: Project, script: Path) -> list[dict] | str:
 
     walk("")
     return order
+
+
+def _built_in_scripts(text: str, where: str) -> dict[str, str]:
+    """id -> source of the GDScripts built into a scene file ([sub_resource type="GDScript"])."""
+    try:
+        sections = parse_tres(text, where)
+    except ValueError:
+        return {}
+    return {str(sec["attrs"].get("id")): sec["props"]["script/source"] for sec in sections
+            if sec["kind"] == "sub_resource" and sec["attrs"].get("type") == "GDScript"
+            and isinstance(sec["props"].get("script/source"), str)}
+
+
+def own_script_file(node: dict, scene_name: str, state: list[str], project: Project) -> tuple[str, str] | str:
+    """(context file name, source) of the scene's own script of a node whose state the practice uses
+    (a robot's path), so that the node runs it instead of a recording stand-in; else the reason."""
+    source = node.get("source")
+    if not source:
+        return "the scene gives it no script this clone holds"
+    missing = [v for v in state if not re.search(rf"^(?:onready\s+)?var\s+{re.escape(v)}\b", source, re.M)]
+    if missing:
+        return "its script does not declare " + ", ".join(missing)
+    needs = sorted(set(SCENE_USE.findall(re.sub(r"#.*", "", source))) & {"preload(", "load(", "owner", "current_scene"})
+    needs += sorted(_words(source) & (project.autoloads | project.classes))     # the app's autoloads and classes
+    if needs or re.search(r"^class_name\b", source, re.M):
+        return "its script needs more of the course: " + (", ".join(needs) or "a global class name")
+    return f"{scene_name}_{node['path'].replace('/', '_')}.gd", source
 
 
 def membership_only(tester: str, own_vars: list[str]) -> list[str]:
@@ -708,13 +759,15 @@ def unordered_probe(names: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def scene_standins(tree: list[dict], named: list[dict], code: str) -> list[dict] | str:
+def scene_standins(tree: list[dict], named: list[dict], code: str, own_scripts: dict[str, str] | None = None) -> list[dict] | str:
     """The whole scene as harness stand-ins, in scene order: each node with its type and the scene's
     values (SCENE_VALUES). A node the script names ($Name) gets what the script uses on it
     (standin_nodes); a node the scene gives a script of its own (a crate, an inventory item) gets the
     methods, properties and signals the script uses on the nodes it reaches by walking the scene
     (`crate.use()`, `child.SWORD`), as recording stand-ins. Named nodes the scene lacks come last.
+    A node in `own_scripts` (path -> context file) runs the scene's own script instead.
     Returns the reason when stand-ins cannot give what the script needs."""
+    own_scripts = own_scripts or {}
     by_path = {n["path"]: n for n in named}
     signals = set(re.findall(r'\.connect\(\s*"(\w+)"', code)) | set(re.findall(r'yield\(\s*\w+\s*,\s*"(\w+)"', code))
     code = re.sub(r'"(?:[^"\\\n]|\\.)*"', '""', code)          # names inside strings are not uses
@@ -724,7 +777,7 @@ def scene_standins(tree: list[dict], named: list[dict], code: str) -> list[dict]
               "signals": signals}
     # A stand-in records calls and returns nothing: a script that uses what the scene's own scripts
     # return (an item's name) cannot be judged with it: any call of theirs that is not a statement of its own.
-    functions = {f for node in tree if node["scripted"] for f in node["functions"]}
+    functions = {f for node in tree if node["scripted"] and node["path"] not in own_scripts for f in node["functions"]}
     returned = sorted({m.group(1) for line in code.splitlines()
                        for m in re.finditer(r"\b(?!self\b)[a-z_]\w*\.(\w+)\s*\(", line)
                        if m.group(1) in functions and not re.fullmatch(r"\s*[a-z_]\w*\.\w+\(.*\)\s*", line)})
@@ -735,7 +788,9 @@ def scene_standins(tree: list[dict], named: list[dict], code: str) -> list[dict]
         made = by_path.pop(node["path"], None) or {"path": node["path"], "type": node["type"], "methods": [],
                                                     "props": [], "signals": [], "state": []}
         made["type"] = node["type"]
-        if not node["scripted"]:
+        if node["path"] in own_scripts:
+            made.update({"script": own_scripts[node["path"]], "methods": [], "props": [], "signals": [], "state": []})
+        elif not node["scripted"]:
             made["state"] = []      # a node of the scene's own type: its properties are real, not recorded
         else:
             for key, used in walked.items():

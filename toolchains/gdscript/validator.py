@@ -15,7 +15,9 @@ Oracle spec (task.oracle):
                                children (owned, in the order listed) before the instance enters the
                                tree; methods the type lacks only record their calls in the node's
                                `dslbench_calls`; values maps a property to a Godot literal (the scene
-                               file's own text, e.g. "Vector2( 0.8, 0.8 )") set when the node is made
+                               file's own text, e.g. "Vector2( 0.8, 0.8 )") set when the node is made;
+                               script names a context file that the node runs instead of a stand-in
+                               script (the scene's own script of that node)
   scenarios:                   each starts from a fresh instance
     - name: "text"             optional
       tree: true               optional: add the instance (a Node) to the SceneTree first (_ready runs)
@@ -219,7 +221,7 @@ def plan_for(oracle: dict, tag: str, scripts: list[str]) -> dict:
                           "value": var_text(step.get("value")), "on": step.get("on", "self"),
                           "as": step.get("as", "")})
         scenarios.append({"tree": bool(sc.get("tree", False)), "steps": steps})
-    nodes = [{"path": n["path"], "type": n["type"], "values": dict(n.get("values", {})),
+    nodes = [{"path": n["path"], "type": n["type"], "values": dict(n.get("values", {})), "script": n.get("script", ""),
               **{k: list(n.get(k, [])) for k in ("methods", "props", "signals")}}
              for n in oracle.get("nodes", [])]
     return {"tag": tag, "scripts": scripts, "base": oracle["base"], "nodes": nodes,
