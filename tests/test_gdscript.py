@@ -134,8 +134,8 @@ def test_importer_maps_practices_and_skips_with_reasons():
     made = _import()
     assert isinstance(made, upstream.Imported) and made.read == 10
     by_title = {t["title"]: t for t in made.tasks}
-    assert sorted(by_title) == ["A Small Square", "Count the Coins", "Drive the Cart", "Open the Crates", "Spin the Wheel",
-                                "Wave Hello"]
+    assert sorted(by_title) == ["A Small Square", "Count the Coins", "Drive the Cart", "Open the Crates",
+                                "Read the Labels", "Spin the Wheel", "Wave Hello"]
     coins, spin = by_title["Count the Coins"], by_title["Spin the Wheel"]
     assert coins["id"] == "gdscript-up-lesson-3-counting-coins-1"
     assert coins["provenance"]["upstream_id"] == "res://course/lesson-3-counting-coins/practice-Ab12Cd34.tres"
@@ -165,12 +165,10 @@ def test_importer_maps_practices_and_skips_with_reasons():
     assert {"get": "_animation_tree"} not in wave["scenarios"][0]["steps"]
     reasons = {s.record.rsplit("/", 1)[-1]: s.reason for s in made.skipped}
     assert reasons == {"practice-Yz56Ab78.tres": "needs_course_scene",       # get_children(), no scene file
-                       "practice-Rd7Lb3l2.tres": "needs_course_scene",       # uses what a crate's script returns
                        "practice-Mn34Op56.tres": "malformed_record",         # names a missing tester
                        "practice-Uv12Wx34.tres": "needs_course_runtime"}     # another autoload (MessageBus)
     details = {s.record.rsplit("/", 1)[-1]: s.detail for s in made.skipped}
     assert "no scene beside the script" in details["practice-Yz56Ab78.tres"]
-    assert "get_label()" in details["practice-Rd7Lb3l2.tres"]
     bad = next(s for s in made.skipped if s.reason == "malformed_record")
     assert "TestsMissing.gd" in bad.detail and "lesson.tres:" in bad.detail
 
@@ -185,8 +183,8 @@ def test_importer_reads_the_course_folder_too_and_rejects_a_wrong_folder(tmp_pat
 
 def test_import_writes_valid_tasks_and_summary(tmp_path):
     report = upstream.import_upstream("gdscript", FIXTURES, tmp_path)
-    assert len(report.written) == 6 and report.read == 10
-    assert report.reasons() == {"needs_course_scene": 2, "malformed_record": 1, "needs_course_runtime": 1}
+    assert len(report.written) == 7 and report.read == 10
+    assert report.reasons() == {"needs_course_scene": 1, "malformed_record": 1, "needs_course_runtime": 1}
 
 
 def test_a_course_class_is_taken_from_the_clone(tmp_path):
@@ -216,6 +214,26 @@ def test_a_course_class_is_taken_from_the_clone(tmp_path):
     assert "not in the clone" in skipped["practice-Qr78St90.tres"].detail
 
 
+def _gold_passes_and_mutants_fail(imported: dict, tmp_path):
+    """The imported task, written and loaded strictly: its gold passes both levels on the real Godot
+    and every mutant fails."""
+    task = load_task_file(upstream.write_tasks("gdscript", [imported], tmp_path)[0], TC.check_oracle)
+    syn, sem = run(task, task.gold)
+    assert syn["status"] == sem["status"] == "pass", sem
+    assert task.mutants and all(run(task, m.program)[1]["status"] == "fail" for m in task.mutants)
+    return task
+
+
+def _judge_variants(task, old: str, cases) -> dict:
+    """The gold with `old` replaced by each (new text, expected semantic status); returns the last
+    semantic verdict."""
+    assert old in task.gold
+    for new, status in cases:
+        syn, sem = run(task, task.gold.replace(old, new))
+        assert syn["status"] == "pass" and sem["status"] == status, (new, sem)
+    return sem
+
+
 def test_a_practice_that_walks_its_scene_gets_the_whole_scene(godot, tmp_path):
     """A script that loops over its scene's nodes runs on the scene built from the clone's .tscn files:
     the inherited base scene, the node inserted at an index, the instanced crates with the scene's
@@ -234,16 +252,10 @@ def test_a_practice_that_walks_its_scene_gets_the_whole_scene(godot, tmp_path):
     steps = crates["oracle"]["scenarios"][0]["steps"]
     after = steps[steps.index({"call": "_run", "ignore": True}):]
     assert {"probe": "scene"} in after and {"probe": "unordered"} in after and {"get": "opened"} not in after
-    task = load_task_file(upstream.write_tasks("gdscript", [crates], tmp_path)[0], TC.check_oracle)
-    syn, sem = run(task, task.gold)
-    assert syn["status"] == sem["status"] == "pass", sem
-    assert task.mutants and all(run(task, m.program)[1]["status"] == "fail" for m in task.mutants)
+    task = _gold_passes_and_mutants_fail(crates, tmp_path)
     loop = "\tfor crate in _rows.get_children():\n\t\tif crate.visible:\n"
-    assert loop in task.gold
     same_work = loop.replace("if crate.visible:", "if not crate.visible:\n\t\t\tcontinue\n\t\tif true:")
-    for new, status in ((same_work, "pass"), (loop.replace("if crate.visible:", "if true:"), "fail")):
-        syn, sem = run(task, task.gold.replace(loop, new))
-        assert syn["status"] == "pass" and sem["status"] == status, (new, sem)
+    sem = _judge_variants(task, loop, ((same_work, "pass"), (loop.replace("if crate.visible:", "if true:"), "fail")))
     assert "probe unordered" in sem["diagnostics"]
     # Which crates the script keeps is compared by their paths in the scene.
     syn, sem = run(task, task.gold.replace("opened.append(crate)", "opened.append(_rows.get_child(0))"))
@@ -260,15 +272,10 @@ def test_a_node_whose_state_the_practice_uses_runs_the_scenes_own_script(godot, 
     assert 'print("cart at ", stop)' in cart["context"]["CartMoves_Cart.gd"]     # the built-in source, unescaped
     assert cart["oracle"]["scenarios"][0]["steps"][-2:] == [
         {"call": "get_node", "args": ["Cart"], "as": "node0", "ignore": True}, {"get": "stops", "on": "node0"}]
-    task = load_task_file(upstream.write_tasks("gdscript", [cart], tmp_path)[0], TC.check_oracle)
-    syn, sem = run(task, task.gold)
-    assert syn["status"] == sem["status"] == "pass", sem
-    assert task.mutants and all(run(task, m.program)[1]["status"] == "fail" for m in task.mutants)
-    loop = "\tfor stop in route:\n\t\tcart.go_to(stop)"
-    for new, status in (("\tfor i in range(route.size()):\n\t\tcart.go_to(route[i])", "pass"),
-                        ("\tfor stop in route:\n\t\tcart.stops.append(stop)", "fail")):
-        syn, sem = run(task, task.gold.replace(loop, new))
-        assert syn["status"] == "pass" and sem["status"] == status, (new, sem)
+    task = _gold_passes_and_mutants_fail(cart, tmp_path)
+    sem = _judge_variants(task, "\tfor stop in route:\n\t\tcart.go_to(stop)",
+                          (("\tfor i in range(route.size()):\n\t\tcart.go_to(route[i])", "pass"),
+                           ("\tfor stop in route:\n\t\tcart.stops.append(stop)", "fail")))
     assert "probe scene" in sem["diagnostics"]           # the cart did not move
     # Without the script in the scene file, the practice is skipped with the reason.
     clone = tmp_path / "clone"
@@ -284,6 +291,28 @@ def test_a_node_whose_state_the_practice_uses_runs_the_scenes_own_script(godot, 
     skipped = {s.record.rsplit("/", 1)[-1]: s for s in _import(clone).skipped}
     assert skipped["practice-Ct9Mv4s6.tres"].reason == "needs_course_scene"
     assert "its script needs more of the course: MessageBus" in skipped["practice-Ct9Mv4s6.tres"].detail
+
+
+def test_a_node_whose_return_value_the_practice_uses_runs_its_own_script_with_stand_in_images(godot, tmp_path):
+    """The labels come from the crates' own get_label(), which names the crate's image: the crates run
+    Crate.gd from the clone, and each image it preloads or the scene sets loads as the one stand-in
+    texture under its own path, so the names are the course's."""
+    labels = next(t for t in _import().tasks if t["title"] == "Read the Labels")
+    assert labels["context"]["Crate.gd"] == (FIXTURES / "course/common/crate/Crate.gd").read_text()
+    assert labels["oracle"]["textures"] == ["res://course/common/crate/moon.png", "res://course/common/crate/star.png"]
+    nodes = {n["path"]: n for n in labels["oracle"]["nodes"]}
+    assert nodes["Rows/Crate2"]["script"] == "Crate.gd" and nodes["Rows/Crate2"]["methods"] == []
+    assert nodes["Rows/Crate2"]["values"] == {"count": "2", "icon": 'Resource( "res://course/common/crate/moon.png" )'}
+    assert "script" not in nodes["Rows/Crate/Icon"]
+    task = _gold_passes_and_mutants_fail(labels, tmp_path)
+    sem = _judge_variants(task, "\t\tvar label = crate.get_label()\n\t\tlabels.append(label)",
+                          (("\t\tlabels.append(crate.get_label())", "pass"),
+                           ("\t\tlabels.append(crate.get_label().to_upper())", "fail")))
+    assert '"0 MOON"' in sem["diagnostics"]          # the image's own name, through the stand-in texture
+    # A task naming an image outside its textures is refused.
+    bad = dict(labels["oracle"], textures=["res://course/common/crate/star.png"])
+    assert [f for f, _ in spec(bad)] == ["nodes[4].values.icon"]
+    assert [f for f, _ in spec(dict(labels["oracle"], textures=["res:///etc/x.png"]))][0] == "textures[0]"
 
 
 def test_tick_step_is_checked():

@@ -29,10 +29,11 @@ stand-ins for the nodes of the turtle's scene, and is judged through the oracle'
 (turtle_probe: what the practice's tester reads). A practice that walks its scene's nodes gets the
 whole scene (scene_tree: the clone's .tscn files as node types and literal values; recording
 stand-ins where the scene gives a node a script) and is judged also through the scene probe; a node
-whose state it uses runs the scene's own script of that node, copied from the clone (own_script_file).
-A practice that needs more of the app (state on nodes whose script cannot be given, resources loaded
-by path, values the scene's own scripts return, another autoload, or another course class) is skipped
-with a reason, as is one whose tester accepts many answers (OPEN_ENDED).
+whose state or return values it uses runs the scene's own script of that node, copied from the clone
+(own_script_file), with the course images it needs as stand-in textures (the oracle's `textures`).
+A practice that needs more of the app (nodes whose script cannot be given, resources it loads by path
+itself, another autoload, or another course class) is skipped with a reason, as is one whose tester
+accepts many answers (OPEN_ENDED).
 """
 from __future__ import annotations
 
@@ -267,6 +268,8 @@ def turtle_probe(tester: str) -> dict[str, str]:
 OPEN_ENDED = {
     "res://course/lesson-19-creating-arrays/practice-otxF5HUx.tres":
         "any path of adjacent cells from the turtle to the robot that misses the rocks passes its tester",
+    "res://course/lesson-24-access-array-indices/practice-ErO9L4MW.tres":
+        "its tester accepts the sword and the shield used in either order",
 }
 
 
@@ -414,7 +417,7 @@ def convert_practice(record_id: str, record) -> dict | Skip:
     # A node whose state the script works with (a robot's recorded path) runs the scene's own script,
     # taken from the user's clone, on the whole scene.
     state_of = {n["path"]: n["state"] for n in nodes if n["state"]}
-    own_scripts: dict[str, tuple[str, str]] = {}
+    own_scripts: dict[str, tuple[str, str, list[str]]] = {}
     not_given: dict[str, str] = {}                  # node path -> why its own script cannot be given
     if state_of:
         tree = whole_scene or scene_tree(project, slice_path)
@@ -425,6 +428,13 @@ def convert_practice(record_id: str, record) -> dict | Skip:
         if not not_given:
             whole_scene, own_scripts = tree, offered
     if whole_scene:
+        # A scripted node whose return values the script uses (a crate's name) runs its own script too,
+        # where it can be given (else scene_standins gives the reason).
+        scripted = {n["path"]: n for n in whole_scene if n["scripted"] and n["path"] not in own_scripts}
+        returning = {path: own_script_file(n, slice_path.stem, [], project) for path, n in scripted.items()
+                     if used_values(code, n["functions"])}
+        if returning and all(not isinstance(o, str) for o in returning.values()):
+            own_scripts.update(returning)
         nodes = scene_standins(whole_scene, nodes, code, {path: g[0] for path, g in own_scripts.items()})
         if isinstance(nodes, str):
             return Skip(record_id, "needs_course_scene", nodes)
@@ -450,7 +460,7 @@ def convert_practice(record_id: str, record) -> dict | Skip:
             compared += [{"get": prop, "on": f"node{k}"} for prop in node["props"]]
             if node["methods"]:
                 compared.append({"get": "dslbench_calls", "on": f"node{k}"})
-        if node["path"] in own_scripts:       # a node running its own script: the state the script used
+        if state_of.get(node["path"]) and node["path"] in own_scripts:    # a node running its own script:
             compared.append({"call": "get_node", "args": [node["path"]], "as": f"node{k}", "ignore": True})
             compared += [{"get": prop, "on": f"node{k}"} for prop in state_of[node["path"]]]
     # Before the run, as in the course app (the scene is shown before Run is pressed): a frame passes
@@ -460,7 +470,11 @@ def convert_practice(record_id: str, record) -> dict | Skip:
     if not compared:
         return Skip(record_id, "nothing_to_compare", "no script variable or tester-read property to compare")
 
-    context = dict(own_scripts.values())
+    context = {name: source for name, source, _ in own_scripts.values()}
+    # The course images the given scripts preload or the scene sets on their nodes: stand-in textures.
+    textures = sorted({i for _, _, images in own_scripts.values() for i in images}
+                      | {m.group(1) for n in nodes if n.get("script") for v in n["values"].values()
+                         for m in [re.fullmatch(r'Resource\( "(res://[^"]+)" \)', v)] if m})
     for given in classes.values():
         context.update(given["files"])
     for a in autoloads:
@@ -487,7 +501,7 @@ def convert_practice(record_id: str, record) -> dict | Skip:
         "constructs": ["learn-gdscript practice"], "failure_modes": ["knowledge"],
         "instruction": instruction, "context": context, "gold": gold,
         # A practice that prints (the first lessons) is judged on its printed lines too.
-        "oracle": {"base": base, **({"nodes": nodes} if nodes else {}),
+        "oracle": {"base": base, **({"nodes": nodes} if nodes else {}), **({"textures": textures} if textures else {}),
                    **({"probes": probes} if probes else {}),
                    **({"output": True} if re.search(r"\bprint\(", code) else {}),
                    "scenarios": [{"name": "run the practice", "tree": node_base, "steps": steps}]},
@@ -607,6 +621,7 @@ def scene_types(project: Project, script: Path) -> tuple[dict[str, str], dict[st
 SCENE_LITERAL = re.compile(r'-?\d+(\.\d+)?(e-?\d+)?|true|false|"(?:[^"\\\n]|\\.)*"'
                            r'|(Vector2|Vector3|Color|Rect2|Pool(Int|Real|String)Array)\([^()\n]*\)')
 NOT_GIVEN_PROPS = {"script", "__meta__", "theme"}
+IMAGE = re.compile(r"res://(?!.*\.\.)[A-Za-z0-9_][A-Za-z0-9_/.-]*\.(png|jpg|jpeg|webp|svg)")
 PLAIN_NAME = re.compile(r"[A-Za-z_]\w*")
 
 
@@ -636,29 +651,36 @@ def scene_tree(project: Project, script: Path) -> list[dict] | str:
         children.setdefault(path, [])
         nodes[path] = {"path": path, "type": kind, "values": values, "scripted": scripted}
 
-    def read(scene: Path, prefix: str, depth: int) -> tuple[str, dict, bool, set, str | None]:
+    def read(scene: Path, prefix: str, depth: int) -> tuple[str, dict, bool, set, tuple]:
         """Adds the scene's nodes below `prefix`; returns its root's (type, values, scripted, functions,
-        source)."""
+        (source, file name of a script that is a file))."""
         text = scene.read_text(encoding="utf-8", errors="replace")
         ext = dict((i, path) for path, i in re.findall(r'\[ext_resource path="([^"]+)" type="PackedScene" id=(\d+)\]', text))
         scripts = dict((i, path) for path, i in re.findall(r'\[ext_resource path="([^"]+)" type="Script" id=(\d+)\]', text))
         built_in = _built_in_scripts(text, str(scene))
-        root = ("Node", {}, False, set(), None)
+        images = {i: path for path, i in re.findall(r'\[ext_resource path="(res://[^"]+)" type="(?:Stream)?Texture" id=(\d+)\]', text)
+                  if IMAGE.fullmatch(path)}
+        root = ("Node", {}, False, set(), (None, None))
         for n, (name, attrs) in enumerate(NODE_SECTION.findall(text)):
             header = f'[node name="{name}"{attrs}]'
             body = text[text.index(header) + len(header):].split("\n[", 1)[0]
             values = {k: v.strip() for k, v in re.findall(r"^([\w/]+) = (.+)$", body, re.M)
                       if k not in NOT_GIVEN_PROPS and "/" not in k and SCENE_LITERAL.fullmatch(v.strip())}
+            for k, i in re.findall(r"^(\w+) = ExtResource\(\s*(\d+)\s*\)$", body, re.M):
+                if i in images and k not in NOT_GIVEN_PROPS:     # an image: given as the stand-in texture
+                    values[k] = f'Resource( "{images[i]}" )'
             own_script = re.search(r"^script = (Ext|Sub)Resource\(\s*(\d+)\s*\)", body, re.M)
             scripted = own_script is not None
             # The node's script as the scene gives it (a file of the clone, or built into the scene) and
             # the functions it defines (what a stand-in replaces).
-            source = None
+            source, source_name = None, None
             if own_script and own_script.group(1) == "Sub":
                 source = built_in.get(own_script.group(2))
             elif own_script and own_script.group(2) in scripts:
                 script_file = project.resolve(scripts[own_script.group(2)], scene.parent)
                 source = script_file.read_text(encoding="utf-8", errors="replace") if script_file.exists() else None
+                if source is not None:
+                    source_name = script_file.name
             functions = set(re.findall(r"^func (\w+)\(", source or "", re.M))
             kind = re.search(r'type="(\w+)"', attrs)
             kind = kind.group(1) if kind else "Node"
@@ -680,10 +702,10 @@ def scene_tree(project: Project, script: Path) -> list[dict] | str:
                 sub_kind, sub_values, sub_scripted, sub_functions, sub_source = read(sub, path, depth + 1)
                 kind, values = sub_kind, {**sub_values, **values}
                 if not scripted:                        # the instancing scene's script replaces the sub-scene's
-                    scripted, functions, source = sub_scripted, sub_functions, sub_source
-            own = {"scripted": scripted, "functions": functions, "source": source}
+                    scripted, functions, (source, source_name) = sub_scripted, sub_functions, sub_source
+            own = {"scripted": scripted, "functions": functions, "source": source, "source_name": source_name}
             if n == 0:
-                root = (kind, values, scripted, functions, source)
+                root = (kind, values, scripted, functions, (source, source_name))
             elif path in nodes and inst:
                 nodes[path].update({"type": kind, "values": values, **own})
             else:
@@ -717,20 +739,25 @@ def _built_in_scripts(text: str, where: str) -> dict[str, str]:
             and isinstance(sec["props"].get("script/source"), str)}
 
 
-def own_script_file(node: dict, scene_name: str, state: list[str], project: Project) -> tuple[str, str] | str:
-    """(context file name, source) of the scene's own script of a node whose state the practice uses
-    (a robot's path), so that the node runs it instead of a recording stand-in; else the reason."""
+def own_script_file(node: dict, scene_name: str, state: list[str], project: Project) -> tuple[str, str, list[str]] | str:
+    """(context file name, source, images it preloads) of the scene's own script of a node whose state
+    or return values the practice uses (a robot's path, a crate's name), so that the node runs it
+    instead of a recording stand-in; else the reason. Images are given as stand-in textures."""
     source = node.get("source")
     if not source:
         return "the scene gives it no script this clone holds"
     missing = [v for v in state if not re.search(rf"^(?:onready\s+)?var\s+{re.escape(v)}\b", source, re.M)]
     if missing:
         return "its script does not declare " + ", ".join(missing)
-    needs = sorted(set(SCENE_USE.findall(re.sub(r"#.*", "", source))) & {"preload(", "load(", "owner", "current_scene"})
+    code = re.sub(r"#.*", "", source)
+    images = sorted(set(m.group(1) for m in re.finditer(r'\bpreload\(\s*"([^"]+)"\s*\)', code) if IMAGE.fullmatch(m.group(1))))
+    code = re.sub(r'\bpreload\(\s*"res://[^"]+"\s*\)', '""', code) if images else code
+    needs = sorted(set(SCENE_USE.findall(code)) & {"preload(", "load(", "owner", "current_scene"})
     needs += sorted(_words(source) & (project.autoloads | project.classes))     # the app's autoloads and classes
     if needs or re.search(r"^class_name\b", source, re.M):
         return "its script needs more of the course: " + (", ".join(needs) or "a global class name")
-    return f"{scene_name}_{node['path'].replace('/', '_')}.gd", source
+    name = node.get("source_name") or f"{scene_name}_{node['path'].replace('/', '_')}.gd"
+    return name, source, images
 
 
 def membership_only(tester: str, own_vars: list[str]) -> list[str]:
@@ -759,6 +786,14 @@ def unordered_probe(names: list[str]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def used_values(code: str, functions: set[str]) -> list[str]:
+    """The functions of `functions` whose return value the code uses: called on a node anywhere but as
+    a statement of its own (`var name = crate.get_label()`, `if crate.is_open():`)."""
+    return sorted({m.group(1) for line in code.splitlines()
+                   for m in re.finditer(r"\b(?!self\b)[a-z_]\w*\.(\w+)\s*\(", line)
+                   if m.group(1) in functions and not re.fullmatch(r"\s*[a-z_]\w*\.\w+\(.*\)\s*", line)})
+
+
 def scene_standins(tree: list[dict], named: list[dict], code: str, own_scripts: dict[str, str] | None = None) -> list[dict] | str:
     """The whole scene as harness stand-ins, in scene order: each node with its type and the scene's
     values (SCENE_VALUES). A node the script names ($Name) gets what the script uses on it
@@ -777,10 +812,8 @@ def scene_standins(tree: list[dict], named: list[dict], code: str, own_scripts: 
               "signals": signals}
     # A stand-in records calls and returns nothing: a script that uses what the scene's own scripts
     # return (an item's name) cannot be judged with it: any call of theirs that is not a statement of its own.
-    functions = {f for node in tree if node["scripted"] and node["path"] not in own_scripts for f in node["functions"]}
-    returned = sorted({m.group(1) for line in code.splitlines()
-                       for m in re.finditer(r"\b(?!self\b)[a-z_]\w*\.(\w+)\s*\(", line)
-                       if m.group(1) in functions and not re.fullmatch(r"\s*[a-z_]\w*\.\w+\(.*\)\s*", line)})
+    returned = used_values(code, {f for node in tree if node["scripted"] and node["path"] not in own_scripts
+                                  for f in node["functions"]})
     if returned:
         return "the solution uses what the scene's own scripts return: " + ", ".join(f"{f}()" for f in returned)
     out = []
@@ -788,14 +821,16 @@ def scene_standins(tree: list[dict], named: list[dict], code: str, own_scripts: 
         made = by_path.pop(node["path"], None) or {"path": node["path"], "type": node["type"], "methods": [],
                                                     "props": [], "signals": [], "state": []}
         made["type"] = node["type"]
+        given = set(SCENE_VALUES)
         if node["path"] in own_scripts:
             made.update({"script": own_scripts[node["path"]], "methods": [], "props": [], "signals": [], "state": []})
+            given |= set(re.findall(r"^export(?:\([^)]*\))?\s+var\s+(\w+)", node["source"], re.M))
         elif not node["scripted"]:
             made["state"] = []      # a node of the scene's own type: its properties are real, not recorded
         else:
             for key, used in walked.items():
                 made[key] = sorted(set(made[key]) | used)
-        made["values"] = {k: v for k, v in node["values"].items() if k in SCENE_VALUES}
+        made["values"] = {k: v for k, v in node["values"].items() if k in given}
         out.append(made)
     return out + list(by_path.values())
 

@@ -17,7 +17,10 @@ Oracle spec (task.oracle):
                                `dslbench_calls`; values maps a property to a Godot literal (the scene
                                file's own text, e.g. "Vector2( 0.8, 0.8 )") set when the node is made;
                                script names a context file that the node runs instead of a stand-in
-                               script (the scene's own script of that node)
+                               script (the scene's own script of that node); a value may be
+                               Resource( "res://x.png" ) for an image listed in textures
+  textures: [res://x.png, ..]  optional course images (preloaded by a script or set by the scene): each
+                               loads as one stand-in texture under its own path
   scenarios:                   each starts from a fresh instance
     - name: "text"             optional
       tree: true               optional: add the instance (a Node) to the SceneTree first (_ready runs)
@@ -229,6 +232,27 @@ def plan_for(oracle: dict, tag: str, scripts: list[str]) -> dict:
             "new_args": var_text(oracle.get("new_args", [])), "scenarios": scenarios}
 
 
+# The one stand-in image: an imported course image (a .png the course preloads or its scene sets)
+# loads as this texture, under its own path, so `texture.resource_path` names it as in the course.
+STANDIN_TEXTURE = '[gd_resource type="GradientTexture" format=2]\n\n[resource]\nwidth = 4\n'
+
+
+def give_textures(oracle: dict, work: Path) -> None:
+    """Writes the oracle's course images into `work` as Godot's import remaps to the stand-in texture
+    (`<path>.import` beside an empty file at the image's own path)."""
+    if not oracle.get("textures"):
+        return
+    (work / "dslbench_texture.tres").write_text(STANDIN_TEXTURE, encoding="utf-8")
+    for res in oracle["textures"]:
+        image = work / res[len("res://"):]
+        if not image.resolve().is_relative_to(work.resolve()):    # the schema refuses such paths too
+            raise ValueError(f"texture {res} is outside the work directory")
+        image.parent.mkdir(parents=True, exist_ok=True)
+        image.touch()
+        image.with_name(image.name + ".import").write_text(
+            '[remap]\n\nimporter="texture"\ntype="StreamTexture"\npath="res://dslbench_texture.tres"\n', encoding="utf-8")
+
+
 def step_label(oracle: dict, s: int, i: int) -> str:
     sc = oracle["scenarios"][s]
     name = f" '{sc['name']}'" if sc.get("name") else ""
@@ -387,6 +411,11 @@ class Validator(Toolchain):
                 problems.append((where, str(e)))
 
         value("new_args", o.get("new_args", []))
+        for i, node in enumerate(o.get("nodes", [])):
+            for prop, text in node.get("values", {}).items():
+                image = re.fullmatch(r'Resource\( "(res://[^"]+)" \)', text)
+                if image and image.group(1) not in o.get("textures", []):
+                    problems.append((f"nodes[{i}].values.{prop}", f"{image.group(1)} is not one of the oracle's textures"))
         compared = 0
         for i, sc in enumerate(o["scenarios"]):
             slots = {"self"}
@@ -416,6 +445,7 @@ class Validator(Toolchain):
 
     # --- levels ---------------------------------------------------------------------------------
     def syntax(self, program, task, work):
+        give_textures(task.oracle, work)          # a preload of a course image resolves at parse time
         if _has_autoloads(work):
             # --check-only parses before the project's autoloads are registered (every autoload name
             # would be "not declared"): load the script from a SceneTree script instead, the same parser.
@@ -512,6 +542,7 @@ class Validator(Toolchain):
 
     def _harness(self, oracle: dict, tag: str, work: Path):
         """One headless Godot run of harness.gd over the program in `work`; (RunResult, parsed output)."""
+        give_textures(oracle, work)
         shutil.copy(HARNESS, work / "dslbench_harness.gd")
         (work / "plan.json").write_text(json.dumps(plan_for(oracle, tag, [self.file_name])), encoding="utf-8")
         result = self.run(["sh", "-c", 'exec "$0" --no-window -s dslbench_harness.gd 2>&1', self.binary],
