@@ -309,6 +309,14 @@ def test_a_node_whose_return_value_the_practice_uses_runs_its_own_script_with_st
                           (("\t\tlabels.append(crate.get_label())", "pass"),
                            ("\t\tlabels.append(crate.get_label().to_upper())", "fail")))
     assert '"0 MOON"' in sem["diagnostics"]          # the image's own name, through the stand-in texture
+    # A crate script that loads more than images cannot be given: the practice is skipped with the reason.
+    clone = tmp_path / "clone"
+    shutil.copytree(FIXTURES, clone)
+    crate = clone / "course/common/crate/Crate.gd"
+    crate.write_text(crate.read_text().replace("\nexport var count", '\nconst SHELF := preload("res://course/common/shelf/ShelfBase.tscn")\nexport var count'))
+    skipped = {s.record.rsplit("/", 1)[-1]: s for s in _import(clone).skipped}
+    assert skipped["practice-Rd7Lb3l2.tres"].reason == "needs_course_scene"
+    assert skipped["practice-Rd7Lb3l2.tres"].detail.startswith("the solution uses what the scene's own scripts return: get_label() (Rows/Crate: its script needs more of the course: preload(")
     # A task naming an image outside its textures is refused.
     bad = dict(labels["oracle"], textures=["res://course/common/crate/star.png"])
     assert [f for f, _ in spec(bad)] == ["nodes[4].values.icon"]

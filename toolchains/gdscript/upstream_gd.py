@@ -433,8 +433,12 @@ def convert_practice(record_id: str, record) -> dict | Skip:
         scripted = {n["path"]: n for n in whole_scene if n["scripted"] and n["path"] not in own_scripts}
         returning = {path: own_script_file(n, slice_path.stem, [], project) for path, n in scripted.items()
                      if used_values(code, n["functions"])}
-        if returning and all(not isinstance(o, str) for o in returning.values()):
-            own_scripts.update(returning)
+        refused = {path: o for path, o in returning.items() if isinstance(o, str)}
+        if refused:
+            return Skip(record_id, "needs_course_scene", "the solution uses what the scene's own scripts return: "
+                        + ", ".join(sorted({f"{f}()" for path in refused for f in used_values(code, scripted[path]["functions"])}))
+                        + "".join(f" ({path}: {why})" for path, why in sorted(refused.items())))
+        own_scripts.update(returning)
         nodes = scene_standins(whole_scene, nodes, code, {path: g[0] for path, g in own_scripts.items()})
         if isinstance(nodes, str):
             return Skip(record_id, "needs_course_scene", nodes)
@@ -751,7 +755,7 @@ def own_script_file(node: dict, scene_name: str, state: list[str], project: Proj
         return "its script does not declare " + ", ".join(missing)
     code = re.sub(r"#.*", "", source)
     images = sorted(set(m.group(1) for m in re.finditer(r'\bpreload\(\s*"([^"]+)"\s*\)', code) if IMAGE.fullmatch(m.group(1))))
-    code = re.sub(r'\bpreload\(\s*"res://[^"]+"\s*\)', '""', code) if images else code
+    code = re.sub(r'\bpreload\(\s*"([^"]+)"\s*\)', lambda m: '""' if IMAGE.fullmatch(m.group(1)) else m.group(0), code)
     needs = sorted(set(SCENE_USE.findall(code)) & {"preload(", "load(", "owner", "current_scene"})
     needs += sorted(_words(source) & (project.autoloads | project.classes))     # the app's autoloads and classes
     if needs or re.search(r"^class_name\b", source, re.M):
