@@ -214,6 +214,17 @@ def test_a_course_class_is_taken_from_the_clone(tmp_path):
     assert "not in the clone" in skipped["practice-Qr78St90.tres"].detail
 
 
+def _skipped_in_edited_clone(tmp_path, path: str, edit) -> dict:
+    """Record name -> Skip of an import of a copy of the fixture clone whose file `path` is changed by
+    `edit` (text -> text)."""
+    clone = tmp_path / "clone"
+    if not clone.exists():
+        shutil.copytree(FIXTURES, clone)
+    changed = clone / path
+    changed.write_text(edit((FIXTURES / path).read_text()))
+    return {s.record.rsplit("/", 1)[-1]: s for s in _import(clone).skipped}
+
+
 def _gold_passes_and_mutants_fail(imported: dict, tmp_path):
     """The imported task, written and loaded strictly: its gold passes both levels on the real Godot
     and every mutant fails."""
@@ -278,17 +289,13 @@ def test_a_node_whose_state_the_practice_uses_runs_the_scenes_own_script(godot, 
                            ("\tfor stop in route:\n\t\tcart.stops.append(stop)", "fail")))
     assert "probe scene" in sem["diagnostics"]           # the cart did not move
     # Without the script in the scene file, the practice is skipped with the reason.
-    clone = tmp_path / "clone"
-    shutil.copytree(FIXTURES, clone)
-    scene = clone / "course/lesson-6-crate-shelf/cart_moves/CartMoves.tscn"
-    scene.write_text(scene.read_text().replace("script = SubResource( 1 )\n", ""))
-    skipped = {s.record.rsplit("/", 1)[-1]: s for s in _import(clone).skipped}
+    scene = "course/lesson-6-crate-shelf/cart_moves/CartMoves.tscn"
+    skipped = _skipped_in_edited_clone(tmp_path, scene, lambda t: t.replace("script = SubResource( 1 )\n", ""))
     assert skipped["practice-Ct9Mv4s6.tres"].reason == "needs_course_scene"
     assert "Cart.stops (Cart: the scene gives it no script" in skipped["practice-Ct9Mv4s6.tres"].detail
     # So is one whose node script uses more of the course app than the task gives (an autoload).
-    scene.write_text((FIXTURES / "course/lesson-6-crate-shelf/cart_moves/CartMoves.tscn").read_text()
-                     .replace("stops.append(stop)", "stops.append(stop)\n\tMessageBus.emit_signal(\\\"moved\\\")"))
-    skipped = {s.record.rsplit("/", 1)[-1]: s for s in _import(clone).skipped}
+    skipped = _skipped_in_edited_clone(tmp_path, scene, lambda t: t.replace(
+        "stops.append(stop)", "stops.append(stop)\n\tMessageBus.emit_signal(\\\"moved\\\")"))
     assert skipped["practice-Ct9Mv4s6.tres"].reason == "needs_course_scene"
     assert "its script needs more of the course: MessageBus" in skipped["practice-Ct9Mv4s6.tres"].detail
 
@@ -310,11 +317,8 @@ def test_a_node_whose_return_value_the_practice_uses_runs_its_own_script_with_st
                            ("\t\tlabels.append(crate.get_label().to_upper())", "fail")))
     assert '"0 MOON"' in sem["diagnostics"]          # the image's own name, through the stand-in texture
     # A crate script that loads more than images cannot be given: the practice is skipped with the reason.
-    clone = tmp_path / "clone"
-    shutil.copytree(FIXTURES, clone)
-    crate = clone / "course/common/crate/Crate.gd"
-    crate.write_text(crate.read_text().replace("\nexport var count", '\nconst SHELF := preload("res://course/common/shelf/ShelfBase.tscn")\nexport var count'))
-    skipped = {s.record.rsplit("/", 1)[-1]: s for s in _import(clone).skipped}
+    skipped = _skipped_in_edited_clone(tmp_path, "course/common/crate/Crate.gd", lambda t: t.replace(
+        "\nexport var count", '\nconst SHELF := preload("res://course/common/shelf/ShelfBase.tscn")\nexport var count'))
     assert skipped["practice-Rd7Lb3l2.tres"].reason == "needs_course_scene"
     assert skipped["practice-Rd7Lb3l2.tres"].detail.startswith("the solution uses what the scene's own scripts return: get_label() (Rows/Crate: its script needs more of the course: preload(")
     # A task naming an image outside its textures is refused.
