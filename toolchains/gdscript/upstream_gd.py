@@ -191,6 +191,7 @@ SCENE_VALUES = ("visible", "text", "position", "rotation", "rotation_degrees", "
 SIMPLE_REF = re.compile(r'(?<![.\w])find_node\(\s*"([A-Za-z_]\w*)"\s*\)|\$"([A-Za-z_][\w/]*)"|\$([A-Za-z_][\w/]*)'
                         r'|(?<![.\w])get_node\(\s*"([A-Za-z_][\w/]*)"\s*\)')
 NODE_SECTION = re.compile(r'^\[node name="([^"]+)"([^\]]*)\]', re.M)
+NEXT_SECTION = re.compile(r"^\[", re.M)
 PROCESS_FRAMES = 60           # one second of frames at 60 fps (the course's force_fps)
 NODE2D_LIKE = {"Node2D", "Sprite", "AnimatedSprite", "Position2D", "KinematicBody2D", "Area2D", "RigidBody2D",
                "StaticBody2D", "YSort", "Path2D", "PathFollow2D", "Polygon2D", "Line2D"}
@@ -577,14 +578,34 @@ def scene_refs(code: str) -> dict[str, str]:
     return refs
 
 
-def scene_types(project: Project, script: Path) -> tuple[dict[str, str], dict[str, dict], dict]:
-    """From the practice's scene(s) (the .tscn beside the script that attach it) and the scenes they
-    instance, one level down: node name -> Godot type (an instanced node has its scene root's type),
-    node name -> the simple property values the scene sets, and those of the node the script is on."""
+def practice_scenes(project: Project, script: Path) -> tuple[str, list[Path]]:
+    """The script's res:// path and the .tscn files beside it that attach it (the practice's scene)."""
     try:
         res = "res://" + script.resolve().relative_to(project.root.resolve()).as_posix()
     except ValueError:
         res = script.name
+    return res, [s for s in sorted(script.parent.glob("*.tscn")) if res in s.read_text(encoding="utf-8", errors="replace")]
+
+
+def ext_resources(text: str, kind: str) -> dict[str, str]:
+    """id -> path of a scene file's [ext_resource] entries whose type matches the pattern `kind`."""
+    return {i: path for path, i in re.findall(rf'\[ext_resource path="([^"]+)" type="(?:{kind})" id=(\d+)\]', text)}
+
+
+def node_sections(text: str) -> list[tuple[str, str, str]]:
+    """(name, header attributes, body up to the next section) of each [node] of a scene file, in order."""
+    out = []
+    for m in NODE_SECTION.finditer(text):
+        end = NEXT_SECTION.search(text, m.end())
+        out.append((m.group(1), m.group(2), text[m.end(): end.start() if end else len(text)]))
+    return out
+
+
+def scene_types(project: Project, script: Path) -> tuple[dict[str, str], dict[str, dict], dict]:
+    """From the practice's scene(s) (the .tscn beside the script that attach it) and the scenes they
+    instance, one level down: node name -> Godot type (an instanced node has its scene root's type),
+    node name -> the simple property values the scene sets, and those of the node the script is on."""
+    res, scenes = practice_scenes(project, script)
     types: dict[str, str] = {}
     values: dict[str, dict] = {}
     own: dict = {}
@@ -592,11 +613,10 @@ def scene_types(project: Project, script: Path) -> tuple[dict[str, str], dict[st
     def read(scene: Path, depth: int) -> str:
         nonlocal own
         text = scene.read_text(encoding="utf-8", errors="replace")
-        ext = dict((i, path) for path, i in re.findall(r'\[ext_resource path="([^"]+)" type="PackedScene" id=(\d+)\]', text))
-        script_ids = re.findall(r'\[ext_resource path="' + re.escape(res) + r'" type="Script" id=(\d+)\]', text)
+        ext = ext_resources(text, "PackedScene")
+        script_ids = [i for i, path in ext_resources(text, "Script").items() if path == res]
         root_type = "Node"
-        for n, (name, attrs) in enumerate(NODE_SECTION.findall(text)):
-            body = text[text.index(f'[node name="{name}"{attrs}]'):].split("\n\n", 1)[0]
+        for n, (name, attrs, body) in enumerate(node_sections(text)):
             props = {k: _literal(v) for k, v in re.findall(r"^(\w+) = (.+)$", body, re.M)
                      if k in SCENE_PROPS and _literal(v) is not None}
             values.setdefault(name, props)
@@ -614,9 +634,8 @@ def scene_types(project: Project, script: Path) -> tuple[dict[str, str], dict[st
                 root_type = kind
         return root_type
 
-    for scene in sorted(script.parent.glob("*.tscn")):
-        if res in scene.read_text(encoding="utf-8", errors="replace"):
-            read(scene, 0)
+    for scene in scenes:
+        read(scene, 0)
     return types, values, own
 
 
@@ -635,11 +654,7 @@ def scene_tree(project: Project, script: Path) -> list[dict] | str:
     literal property values the scenes set, whether the scene gives the node a script of its own
     (`scripted`), that script's source when the clone has it and the functions it defines. Returns the
     reason when the scene cannot be given this way."""
-    try:
-        res = "res://" + script.resolve().relative_to(project.root.resolve()).as_posix()
-    except ValueError:
-        res = script.name
-    scenes = [s for s in sorted(script.parent.glob("*.tscn")) if res in s.read_text(encoding="utf-8", errors="replace")]
+    scenes = practice_scenes(project, script)[1]
     if not scenes:
         return "no scene beside the script attaches it"
     children: dict[str, list[str]] = {"": []}          # path -> child paths in order ("" is the root)
@@ -659,15 +674,11 @@ def scene_tree(project: Project, script: Path) -> list[dict] | str:
         """Adds the scene's nodes below `prefix`; returns its root's (type, values, scripted, functions,
         (source, file name of a script that is a file))."""
         text = scene.read_text(encoding="utf-8", errors="replace")
-        ext = dict((i, path) for path, i in re.findall(r'\[ext_resource path="([^"]+)" type="PackedScene" id=(\d+)\]', text))
-        scripts = dict((i, path) for path, i in re.findall(r'\[ext_resource path="([^"]+)" type="Script" id=(\d+)\]', text))
+        ext, scripts = ext_resources(text, "PackedScene"), ext_resources(text, "Script")
         built_in = _built_in_scripts(text, str(scene))
-        images = {i: path for path, i in re.findall(r'\[ext_resource path="(res://[^"]+)" type="(?:Stream)?Texture" id=(\d+)\]', text)
-                  if IMAGE.fullmatch(path)}
+        images = {i: path for i, path in ext_resources(text, "Texture|StreamTexture").items() if IMAGE.fullmatch(path)}
         root = ("Node", {}, False, set(), (None, None))
-        for n, (name, attrs) in enumerate(NODE_SECTION.findall(text)):
-            header = f'[node name="{name}"{attrs}]'
-            body = text[text.index(header) + len(header):].split("\n[", 1)[0]
+        for n, (name, attrs, body) in enumerate(node_sections(text)):
             values = {k: v.strip() for k, v in re.findall(r"^([\w/]+) = (.+)$", body, re.M)
                       if k not in NOT_GIVEN_PROPS and "/" not in k and SCENE_LITERAL.fullmatch(v.strip())}
             for k, i in re.findall(r"^(\w+) = ExtResource\(\s*(\d+)\s*\)$", body, re.M):
