@@ -4,6 +4,7 @@ bundled tasks runs in test_validators.py."""
 import dataclasses
 import json
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -172,7 +173,7 @@ def test_soleval_loader_maps_function_records(soleval):
     tcs = toolchains.get("solidity")
     made = tcs.import_upstream(soleval)
     tasks = made.tasks
-    assert [t["id"] for t in tasks] == ["solidity-soleval-0001"]
+    assert [t["id"] for t in tasks] == ["solidity-soleval-0001", "solidity-soleval-0002"]
     t = tasks[0]
     assert t["provenance"] == {"source": "upstream", "benchmark": "SolEval", "licence": "MIT",
                                "upstream_id": "/root/demo-vault/contracts/Vault.sol::Vault.deposit"}
@@ -191,7 +192,10 @@ def test_soleval_loader_maps_function_records(soleval):
         "/root/demo-vault/contracts/Vault.sol::Vault.Unauthorized": "not_a_function",
         "/root/demo-vault/contracts/Vault.sol::Vault.sweep": "no_comment",
         "/root/demo-vault/contracts/Vault.sol::Vault.withdraw": "no_context",
-        "/root/missing-repo/contracts/Gone.sol::Gone.ping": "no_context"}
+        "/root/missing-repo/contracts/Gone.sol::Gone.ping": "no_context",
+        "/root/demo-ledger/lib/demo-ledger/src/OldLedger.sol::OldLedger.credit": "compiler_version"}
+    assert skipped["/root/demo-ledger/lib/demo-ledger/src/OldLedger.sol::OldLedger.credit"].detail == (
+        "lib/demo-ledger/src/OldLedger.sol asks for solc ^0.6.0; every task is judged by solc 0.8.37")
     assert "not a function" in skipped["/root/demo-vault/contracts/Vault.sol::Vault.Unauthorized"].detail
     assert "do not hold function withdraw" in skipped["/root/demo-vault/contracts/Vault.sol::Vault.withdraw"].detail
     assert "no resolvable contract context" in skipped["/root/missing-repo/contracts/Gone.sol::Gone.ping"].detail
@@ -201,7 +205,7 @@ def test_soleval_loader_maps_function_records(soleval):
 
 def test_soleval_tasks_load_strictly_and_compile_in_the_repository(soleval, tmp_path, tc):
     written = upstream.import_upstream("solidity", soleval, tmp_path / "out").written
-    assert [p.name for p in written] == ["solidity-soleval-0001.yaml"]
+    assert [p.name for p in written] == ["solidity-soleval-0001.yaml", "solidity-soleval-0002.yaml"]
     t = load_task_file(written[0], tc.check_oracle)
     out = pipeline.evaluate("solidity", t, t.gold)
     assert out["syntax"]["status"] == "pass", out["syntax"]
@@ -214,6 +218,50 @@ def test_soleval_tasks_load_strictly_and_compile_in_the_repository(soleval, tmp_
     moved = dataclasses.replace(t, oracle={**t.oracle, "repository": str(tmp_path / "nowhere")})
     out = pipeline.evaluate("solidity", moved, t.gold)
     assert out["syntax"]["status"] == "unavailable" and "not on this machine" in out["syntax"]["diagnostics"]
+
+
+def test_soleval_nested_project_resolves_imports_as_forge_does(soleval, tmp_path, tc):
+    """SolEval unpacks each upstream project as lib/<project>/ of a wrapper: the project's own
+    remappings.txt and forge's automatic `<dependency>/=lib/<dependency>/src/` must resolve its imports."""
+    written = upstream.import_upstream("solidity", soleval, tmp_path / "out").written
+    t = load_task_file(written[1], tc.check_oracle)
+    assert t.oracle["file"] == "lib/demo-ledger/src/Ledger.sol" and t.title == "Ledger.credit (demo-ledger)"
+    out = pipeline.evaluate("solidity", t, t.gold)
+    assert out["syntax"]["status"] == "pass", out["syntax"]
+    out = pipeline.evaluate("solidity", t, t.gold.replace("Units.CENT", "Units.DIME"))
+    assert out["syntax"]["status"] == "fail" and "DIME" in out["syntax"]["diagnostics"]
+    # An import line is candidate text: a file outside the task's repository is never staged.
+    (soleval / "repository" / "Outside.sol").write_text("library Outside { uint256 internal constant X = 1; }\n")
+    validator = sys.modules[type(tc).__module__]
+    repo, stage = Path(t.oracle["repository"]), tmp_path / "stage"
+    remappings = validator.project_remappings(repo, validator.projects(repo, t.oracle["file"]))
+    assert remappings == ["units-08/=lib/demo-ledger/lib/units-08/contracts/"]
+    validator._stage_imports('import "lib/../../Outside.sol";\nimport "../../Outside.sol";\nimport "units-08/Units.sol";',
+                             t.oracle["file"], repo, remappings, stage)
+    assert [f.relative_to(stage).as_posix() for f in stage.rglob("*.sol")] == [
+        "lib/demo-ledger/lib/units-08/contracts/Units.sol"]
+
+
+def test_soleval_verify_says_the_syntax_level_passed_where_the_semantic_one_cannot_judge(soleval, tmp_path, monkeypatch,
+                                                                                        capsys, tc):
+    from dslbench import cli
+    monkeypatch.setenv("DSLBENCH_TASKS", str(tmp_path / "out"))
+    assert cli.main(["import", "solidity", str(soleval), "--out", str(tmp_path / "out"), "--verify"]) == 0
+    line = next(x for x in capsys.readouterr().out.splitlines() if x.startswith("gold through both levels"))
+    assert line.startswith("gold through both levels: 0/0 pass, 2 unavailable (1: upstream task: its behaviour oracle")
+    assert line.endswith("; 2 of the 2 pass the syntax level")
+    report = json.loads((tmp_path / "out" / "solidity" / "import_report.json").read_text())
+    assert report["verify"]["gold"] == {"judged": 0, "as_expected": 0, "unavailable": 2, "unavailable_syntax_pass": 2}
+
+
+@pytest.mark.parametrize("pragma, allowed", [
+    ("^0.8.4", True), (">=0.8.0 <0.9.0", True), ("^0.7.0 || ^0.8.0", True), ("~0.8.20", True), ("0.8", True),
+    ("0.8.37", True), ("^0.6.0", False), ("0.6.12", False), ("<0.7.0", False), ("^0.8.38", False),
+    (">=0.6.2 <0.8.0", False), ("~0.7", False)])
+def test_soleval_pragma_check_follows_semver(pragma, allowed):
+    from importlib import import_module
+    soleval = import_module(type(toolchains.get("solidity")).__module__.rsplit(".", 1)[0] + ".soleval")
+    assert soleval.pragma_allows(f"pragma solidity {pragma};\ncontract A {{}}\n", "0.8.37") == (allowed, pragma)
 
 
 def test_soleval_malformed_record_is_named_and_skipped(soleval, tmp_path):

@@ -219,6 +219,10 @@ def _verify_import(dsl: str, tree: Path) -> int:
             said = unjudged["syntax_diagnostics"].where(unjudged["syntax"] != "pass", unjudged["semantic_diagnostics"])
             why = said.fillna("").str.split("\n").str[0].str[:120].value_counts()
             line += f", {f['unavailable']} unavailable (" + "; ".join(f"{n}: {w}" for w, n in why.items()) + ")"
+            passed = int((unjudged["syntax"] == "pass").sum())
+            if passed:     # the semantic level could not judge these, the syntax level did
+                f["unavailable_syntax_pass"] = passed
+                line += f"; {passed} of the {f['unavailable']} pass the syntax level"
         print(line)
         for r in gold[gold["ok"] == False].itertuples():  # noqa: E712  (object column: True, False or None)
             print(f"  {r.task_id}: syntax {r.syntax} ({r.syntax_reason}), semantic {r.semantic} ({r.semantic_reason}): "

@@ -5,7 +5,9 @@ SolEval's layout: `data/dataset.json` maps a Solidity file path (as on the autho
 {identifier, body, full_signature, start, end (1-based lines of the body in the file), class,
 human_labeled_comment or comment, testcase, ...}. The repositories themselves are distributed
 separately and unpacked by the user into `repository/<repository>/` next to `data/` (the authors'
-scripts map `/root/` to `repository/`).
+scripts map `/root/` to `repository/`). Each of those is a wrapper project holding the upstream project
+as `lib/<project>/` (`/root/solady/lib/solady/src/utils/LibBit.sol`); the validator resolves imports
+through the nested project's own remappings.
 
 Each function record becomes one function-completion task: the instruction is built from the comment
 and the signature, the gold is the recorded body, and the context is the file with the function
@@ -13,12 +15,15 @@ replaced by a marker line. The behaviour oracle is the repository's own forge te
 user must supply: the oracle records the repository path and the test command and is marked
 `kind: repository` (its semantic verdict is `unavailable`). Records that cannot be turned into such a
 task are skipped with a reason: declarations that are not functions (errors, constants, events),
-records without a comment, and records whose file is not found in the repository or whose recorded
-lines do not hold the function (no resolvable contract context).
+records without a comment, records whose file is not found in the repository or whose recorded
+lines do not hold the function (no resolvable contract context), and records whose file's `pragma
+solidity` excludes the one compiler that judges every task (SolEval's forge picks a compiler per file,
+e.g. 0.6.12 for some ethernaut levels).
 """
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from dslbench.upstream import Imported, Skip, convert_each
@@ -53,6 +58,39 @@ def _split(path: str) -> tuple[str, str]:
     return repo, rel
 
 
+PRAGMA = re.compile(r"^\s*pragma\s+solidity\s+([^;]+);", re.M)
+COMPARATOR = re.compile(r"(\^|~|>=|<=|>|<|=)?\s*v?(\d+)(?:\.(\d+|[x*]))?(?:\.(\d+|[x*]))?")
+
+
+def _allows(comparator: re.Match, version: tuple) -> bool:
+    """One semver comparator of a pragma (`^0.8.4`, `>=0.6.0`, `~0.8`, `0.8`) against a version (a, b, c)."""
+    op = comparator.group(1) or "="
+    given = [int(g) for g in comparator.groups()[1:] if g is not None and g not in "x*"]
+    low = tuple(given + [0] * (3 - len(given)))
+    if op == "^":                              # up to the next change of the first non-zero part
+        i = next((k for k, v in enumerate(given) if v), len(given) - 1)
+    elif op == "~":                            # patch releases only (~1: minor releases too)
+        i = 1 if len(given) > 1 else 0
+    elif op == "=" and len(given) < 3:         # a partial version is a range: 0.8 means 0.8.x
+        i = len(given) - 1
+    else:
+        return {"=": version == low, ">=": version >= low, "<=": version <= low,
+                ">": version > low, "<": version < low}[op]
+    high = tuple(given[:i]) + (given[i] + 1,) + (0,) * (2 - i)
+    return low <= version < high
+
+
+def pragma_allows(source: str, version: str) -> tuple[bool, str]:
+    """(whether every `pragma solidity` of `source` accepts compiler `version`, the pragmas' text)."""
+    full = tuple(int(x) for x in re.findall(r"\d+", version)[:3])
+    pragmas = [p.strip() for p in PRAGMA.findall(source)]
+    for pragma in pragmas:
+        alternatives = [a for a in pragma.split("||")]
+        if not any(all(_allows(c, full) for c in COMPARATOR.finditer(a)) for a in alternatives):
+            return False, "; ".join(pragmas)
+    return True, "; ".join(pragmas)
+
+
 def _difficulty(body: str) -> str:
     n = len([l for l in body.splitlines() if l.strip()])
     return "easy" if n <= 8 else "medium" if n <= 25 else "hard"
@@ -60,7 +98,9 @@ def _difficulty(body: str) -> str:
 
 def load(source: Path) -> Imported:
     """Tasks and skipped records; a malformed record is skipped (`malformed_record`), naming it."""
+    from .validator import solc_version
     dataset, repositories = _locate(source)
+    compiler = solc_version()
     try:
         data = json.loads(dataset.read_text(encoding="utf-8"))
     except json.JSONDecodeError as e:
@@ -76,14 +116,15 @@ def load(source: Path) -> Imported:
         repo, rel = _split(path)
         file = repositories / repo / rel
         lines = file.read_text(encoding="utf-8").splitlines() if rel and file.is_file() else None
-        records += [(f"{path}[{i}]", (path, repo, rel, lines, rec)) for i, rec in enumerate(recs)]
+        pragma = pragma_allows("\n".join(lines), compiler) if lines is not None and compiler else (True, "")
+        records += [(f"{path}[{i}]", (path, repo, rel, lines, pragma, rec)) for i, rec in enumerate(recs)]
     made = 0   # tasks made so far: they are numbered in order
 
     def convert(where, record):
         nonlocal made
         if isinstance(record, Skip):
             return record
-        path, repo, rel, lines, rec = record
+        path, repo, rel, lines, (compiles, pragma), rec = record
         if not isinstance(rec, dict):
             raise TypeError("the record is not an object")
         for key in REQUIRED:
@@ -110,6 +151,9 @@ def load(source: Path) -> Imported:
         if not (1 <= start <= end <= len(lines)) or f"function {name}" not in "\n".join(lines[start - 1:end]):
             return Skip(upstream_id, "no_context", f"no resolvable contract context: lines {start}-{end} of {rel} "
                                                    f"do not hold function {name} (another repository version?)")
+        if not compiles:
+            return Skip(upstream_id, "compiler_version", f"{rel} asks for solc {pragma}; every task is judged "
+                                                         f"by solc {compiler}")
         indent = lines[start - 1][: len(lines[start - 1]) - len(lines[start - 1].lstrip())]
         marker = MARKER.format(name=name)
         unit = Path(rel).name

@@ -103,17 +103,73 @@ def _first_line(text: str, n: int = 300) -> str:
 IMPORT = re.compile(r"""^\s*import\s+(?:[^"';]*?\bfrom\s+)?["']([^"']+)["']""", re.M)
 
 
+def solc_version() -> str | None:
+    """The solc-js release that judges syntax (None when it is not installed)."""
+    modules = _node_modules()
+    return json.loads((modules / "solc" / "package.json").read_text())["version"] if modules else None
+
+
+def projects(repo: Path, unit: str) -> list[str]:
+    """The Foundry projects that hold `unit` (a path in `repo`), innermost first, as folders relative to
+    `repo` ('' is the repository itself): the repository and every folder on the unit's path with a
+    foundry.toml or remappings.txt. SolEval unpacks each upstream project as lib/<project>/ of a wrapper
+    project, so the project's own remappings are one or more levels down."""
+    parts = Path(unit).parent.parts
+    nested = ["/".join(parts[:i]) for i in range(1, len(parts) + 1)]
+    return [p for p in reversed(nested)
+            if (repo / p / "foundry.toml").is_file() or (repo / p / "remappings.txt").is_file()] + [""]
+
+
+def project_remappings(repo: Path, folders: list[str]) -> list[str]:
+    """The remappings.txt lines of `folders` (innermost first), their targets made relative to `repo`
+    as forge does for nested projects; a prefix mapped by several projects keeps the innermost one's."""
+    chosen = {}
+    for folder in reversed(folders):          # outermost first, so inner projects overwrite
+        file = repo / folder / "remappings.txt"
+        if not file.is_file():
+            continue
+        for line in file.read_text(encoding="utf-8", errors="replace").splitlines():
+            line = line.strip()
+            if "=" not in line or line.startswith("#"):
+                continue
+            key, target = line.split("=", 1)
+            if folder:
+                target = f"{folder}/{target}"
+                if ":" in key:              # a context is a path in that project too
+                    key = f"{folder}/{key}"
+            chosen[key] = target
+    return [f"{k}={v}" for k, v in chosen.items()]
+
+
+def _find_unit(name: str, repo: Path, folders: list[str]) -> Path | None:
+    """The file behind source unit `name`: the path itself in the repository, else, in each project
+    (innermost first), under its lib/ or node_modules/, or under lib/<dependency>/src/ (forge's
+    automatic remapping `<dependency>/=lib/<dependency>/src/`). Never a file outside the repository."""
+    head, _, tail = name.partition("/")
+    candidates = [name]
+    for folder in folders:
+        base = f"{folder}/" if folder else ""
+        candidates += [f"{base}lib/{name}", f"{base}node_modules/{name}", f"{base}lib/{head}/src/{tail}"]
+    root = repo.resolve()
+    for candidate in candidates:
+        found = (root / candidate).resolve()
+        if found.is_file() and root in found.parents:
+            return found
+    return None
+
+
 def _stage_imports(source: str, unit: str, repo: Path, remappings: list[str], dest: Path, limit: int = 5000):
-    """Copy the repository files that `source` (unit name `unit`) imports, transitively, to dest/<unit name>.
+    """Copy the repository files that `source` (unit name `unit`) imports, transitively, to dest/<source
+    unit name>, where the compiler's import callback reads them.
 
     Mirrors solc's resolution closely enough to stage files (relative imports against the importing
-    unit, then remappings by longest prefix; looked up in the repository, its node_modules/ and lib/);
-    solc itself resolves the imports inside the sandbox, so an unstaged file is reported by solc.
+    unit, then remappings by longest prefix) and forge's search for a unit (_find_unit); solc itself
+    resolves the imports inside the sandbox, so an unstaged file is reported by solc.
     """
     pairs = sorted((r.split("=", 1) for r in remappings), key=lambda kv: -len(kv[0]))
     pairs = [(k.split(":", 1)[-1], v) for k, v in pairs]
+    folders = projects(repo, unit)
     todo, seen = [(unit, source)], {unit}
-    base = repo.resolve()
     while todo and len(seen) < limit:
         name, text = todo.pop()
         for wanted in IMPORT.findall(text):
@@ -136,15 +192,13 @@ def _stage_imports(source: str, unit: str, repo: Path, remappings: list[str], de
             if resolved in seen:
                 continue
             seen.add(resolved)
-            for sub in ("", "node_modules", "lib"):
-                found = (base / sub / resolved).resolve()
-                if found.is_file() and base in found.parents:
-                    content = found.read_text(encoding="utf-8", errors="replace")
-                    target_path = dest / sub / resolved
-                    target_path.parent.mkdir(parents=True, exist_ok=True)
-                    target_path.write_text(content, encoding="utf-8")
-                    todo.append((resolved, content))
-                    break
+            found = _find_unit(resolved, repo, folders)
+            target_path = (dest / resolved).resolve()
+            if found and dest.resolve() in target_path.parents:   # an import line is candidate text: never write outside
+                content = found.read_text(encoding="utf-8", errors="replace")
+                target_path.parent.mkdir(parents=True, exist_ok=True)
+                target_path.write_text(content, encoding="utf-8")
+                todo.append((resolved, content))
 
 
 class Validator(Toolchain):
@@ -162,8 +216,7 @@ class Validator(Toolchain):
         return super().probe()
 
     def describe(self, versions):
-        solc = json.loads((_node_modules() / "solc" / "package.json").read_text())["version"]
-        judge = f"solc-js {solc} (node {versions['node']}{'' if _node_flags()[1] else ', without an address-space limit'})"
+        judge = f"solc-js {solc_version()} (node {versions['node']}{'' if _node_flags()[1] else ', without an address-space limit'})"
         forge, note = self._forge()
         if forge:
             judge = (f"forge {forge['forge_version']} with solc {forge['solc_version']} (syntax); {judge} compiles "
@@ -494,11 +547,7 @@ class Validator(Toolchain):
                                                f"(needed for imports and tests)")
         spliced = task.context[o["unit"]].replace(o["marker"], program.strip("\n"), 1)
         (work / "spliced.sol").write_text(spliced, encoding="utf-8")
-        remappings = []
-        rem = repo / "remappings.txt"
-        if rem.exists():
-            remappings = [l.strip() for l in rem.read_text(encoding="utf-8").splitlines()
-                          if "=" in l and not l.strip().startswith("#")]
+        remappings = project_remappings(repo, projects(repo, o["file"]))
         # The sandbox cannot see every host path (private /tmp, hidden /root): stage the files the unit
         # imports, transitively, into the work directory; solc resolves them there.
         _stage_imports(spliced, o["file"], repo, remappings, work / "repo")
