@@ -14,7 +14,7 @@ def evaluate(dsl: str, task: Task, program: str) -> dict:
     """Both validation levels for one program, settled (status + reason). Plain dicts: picklable, JSON-ready."""
     tc = toolchains.get(dsl)
     probe = toolchains.probe(dsl)
-    out = {"probe": probe.to_dict(), "validator": tc.validator_name}
+    out = {"probe": tc.task_probe(task, probe.to_dict()), "validator": tc.validator_name}
     if not probe.available:
         v = verdicts.level("unavailable", "toolchain_unavailable", probe.reason)
         return {**out, "syntax": v.to_dict(), "semantic": v.to_dict()}

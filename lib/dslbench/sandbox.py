@@ -173,6 +173,12 @@ def _drop_privileges(uid: int) -> list[str]:
             "--inh-caps=-all", "--bounding-set=-all", "--"]
 
 
+def path_inside(work: Path) -> str:
+    """Where the work directory `work` appears to a sandboxed program, for the rare tool that insists
+    on an absolute path (commands should use relative ones)."""
+    return SANDBOX_DIR if sandbox_mode().startswith("bwrap") else str(work)
+
+
 @functools.lru_cache(maxsize=1)
 def sandbox_mode() -> str:
     """Which isolation this machine gives us; probed once per process."""

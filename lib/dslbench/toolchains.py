@@ -126,6 +126,11 @@ class Toolchain(abc.ABC):
         """The probe's version text from the declared parts' versions."""
         return ", ".join(f"{name} {v}" for name, v in versions.items())
 
+    def task_probe(self, task, probe: dict) -> dict:
+        """The probe as recorded in a verdict on `task`: the same for every task unless a validator judges
+        some tasks with another judge (SolEval tasks run the paper's own judge, their project's tests)."""
+        return probe
+
     def syntax(self, program: str, task, work: Path) -> LevelVerdict:
         """Does the real toolchain accept the program? `work` holds the program and context files."""
         raise NotImplementedError(f"{self.dsl}: the validator defines neither syntax() nor levels()")

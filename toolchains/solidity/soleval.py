@@ -11,22 +11,28 @@ through the nested project's own remappings.
 
 Each function record becomes one function-completion task: the instruction is built from the comment
 and the signature, the gold is the recorded body, and the context is the file with the function
-replaced by a marker line. The behaviour oracle is the repository's own forge test suite, which the
-user must supply: the oracle records the repository path and the test command and is marked
-`kind: repository` (its semantic verdict is `unavailable`). Records that cannot be turned into such a
+replaced by a marker line. The behaviour oracle is SolEval's: the project's own forge tests of that
+file (`<Name>.t.sol`, or the record's `testcase`); the oracle (`kind: repository`) records the
+repository, the forge project inside it and the test path. Records that cannot be turned into such a
 task are skipped with a reason: declarations that are not functions (errors, constants, events),
 records without a comment, records whose file is not found in the repository or whose recorded
-lines do not hold the function (no resolvable contract context), and records whose file's `pragma
-solidity` excludes the one compiler that judges every task (SolEval's forge picks a compiler per file,
-e.g. 0.6.12 for some ethernaut levels).
+lines do not hold the function (no resolvable contract context), files without a test (`no_test`) or
+whose tests never name the function (`not_tested`: SolEval counts only the functions its tests call),
+and files or tests whose `pragma solidity` excludes the one compiler that judges every task
+(`compiler_version`; SolEval's forge picks a compiler per file, e.g. 0.6.12 for some ethernaut levels).
 """
 from __future__ import annotations
 
+import fnmatch
+import functools
 import json
+import os
+import random
 import re
+import tomllib
 from pathlib import Path
 
-from dslbench.upstream import Imported, Skip, convert_each
+from dslbench.upstream import Imported, Skip, convert_each, one_mutant_per_kind
 
 BENCHMARK = "SolEval"
 LICENCE = "MIT"
@@ -58,37 +64,71 @@ def _split(path: str) -> tuple[str, str]:
     return repo, rel
 
 
-PRAGMA = re.compile(r"^\s*pragma\s+solidity\s+([^;]+);", re.M)
-COMPARATOR = re.compile(r"(\^|~|>=|<=|>|<|=)?\s*v?(\d+)(?:\.(\d+|[x*]))?(?:\.(\d+|[x*]))?")
+NOT_CODE = re.compile(r"""//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|'(?:\\.|[^'\\\n])*'""", re.S)
+# One slip of each kind, in Solidity and in inline assembly (Yul), where solady writes most of its code.
+SLIPS = {
+    "comparison": (r"(?<![<>=!])(?:<=|>=|<|>)(?![<>=])", {"<": ">", ">": "<", "<=": ">=", ">=": "<="}),
+    "equality": (r"==|!=", {"==": "!=", "!=": "=="}),
+    "arithmetic": (r"(?<=[\w)\]] )[+-](?= )", {"+": "-", "-": "+"}),
+    "logic": (r"&&|\|\|", {"&&": "||", "||": "&&"}),
+    "assembly": (r"\b(?:lt|gt|add|sub|and|or|shl|shr)(?=\()",
+                 {"lt": "gt", "gt": "lt", "add": "sub", "sub": "add", "and": "or", "or": "and", "shl": "shr", "shr": "shl"}),
+    "constant": (r"(?<![\w.])\d+(?![\w.])", None),   # n -> n + 1
+}
 
 
-def _allows(comparator: re.Match, version: tuple) -> bool:
-    """One semver comparator of a pragma (`^0.8.4`, `>=0.6.0`, `~0.8`, `0.8`) against a version (a, b, c)."""
-    op = comparator.group(1) or "="
-    given = [int(g) for g in comparator.groups()[1:] if g is not None and g not in "x*"]
-    low = tuple(given + [0] * (3 - len(given)))
-    if op == "^":                              # up to the next change of the first non-zero part
-        i = next((k for k, v in enumerate(given) if v), len(given) - 1)
-    elif op == "~":                            # patch releases only (~1: minor releases too)
-        i = 1 if len(given) > 1 else 0
-    elif op == "=" and len(given) < 3:         # a partial version is a range: 0.8 means 0.8.x
-        i = len(given) - 1
-    else:
-        return {"=": version == low, ">=": version >= low, "<=": version <= low,
-                ">": version > low, "<": version < low}[op]
-    high = tuple(given[:i]) + (given[i] + 1,) + (0,) * (2 - i)
-    return low <= version < high
+def semantic_mutants(gold: str, index: int) -> list[dict]:
+    """Up to 3 single slips in the function's body, each of another kind (SLIPS): a comparison turned
+    round, == and != swapped, + and - swapped, && and || swapped, a Yul lt/gt, add/sub, and/or or
+    shl/shr swapped, a decimal constant n made n + 1. Comments and strings are never touched.
+    Deterministic: `index` seeds which kinds come first and which site of each."""
+    masked = NOT_CODE.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), gold)
+    body = masked.find("{")
+    if body < 0:
+        return []
+    rng = random.Random(index)
+    kinds = list(SLIPS)
+    rng.shuffle(kinds)
+
+    def alternatives(kind):
+        pattern, swap = SLIPS[kind]
+        sites = [m for m in re.finditer(pattern, masked) if m.start() > body]
+        for m in rng.sample(sites, len(sites)):
+            new = str(int(m.group()) + 1) if swap is None else swap[m.group()]
+            line = gold.count("\n", 0, m.start()) + 1
+            yield f"{kind}: {m.group()} -> {new} (line {line})", gold[:m.start()] + new + gold[m.end():]
+
+    return one_mutant_per_kind(gold, (alternatives(kind) for kind in kinds))
 
 
-def pragma_allows(source: str, version: str) -> tuple[bool, str]:
-    """(whether every `pragma solidity` of `source` accepts compiler `version`, the pragmas' text)."""
-    full = tuple(int(x) for x in re.findall(r"\d+", version)[:3])
-    pragmas = [p.strip() for p in PRAGMA.findall(source)]
-    for pragma in pragmas:
-        alternatives = [a for a in pragma.split("||")]
-        if not any(all(_allows(c, full) for c in COMPARATOR.finditer(a)) for a in alternatives):
-            return False, "; ".join(pragmas)
-    return True, "; ".join(pragmas)
+def project_tests(repo_dir: Path, rel: str, testcase: str = "") -> tuple[str, list[str], list[str]]:
+    """(the forge project holding file `rel` of a repository, the tests SolEval runs for it, the test
+    files found before the project's own skip list), tests as paths in that project. SolEval runs
+    `forge test --match-path <Name>.t.sol` in the project of Name.sol (its rules map a test file to the
+    source file of the same name); a record may name its own test file. The project's dependencies
+    (lib/, node_modules/) are not searched."""
+    from .validator import projects
+    project = projects(repo_dir, rel)[0]
+    root = repo_dir / project
+    if testcase:
+        tests = [testcase] if (root / testcase).is_file() else []
+        return project, tests, tests
+    wanted, found = Path(rel).stem + ".t.sol", []
+    for folder, subfolders, files in os.walk(root):
+        if folder == str(root):
+            subfolders[:] = [d for d in subfolders if d not in ("lib", "node_modules", ".git", "out", "cache")]
+        found += [(Path(folder) / wanted).relative_to(root).as_posix() for f in files if f == wanted]
+    # forge leaves out what the project's default profile skips (solady: "/*Transient*"): no test runs there
+    skip = _default_profile(root).get("skip", [])
+    kept = [f for f in found if not any(fnmatch.fnmatchcase(f"/{f}", glob) for glob in skip)]
+    return project, sorted(kept), sorted(found)
+
+
+def _default_profile(root: Path) -> dict:
+    try:
+        return tomllib.loads((root / "foundry.toml").read_text(encoding="utf-8"))["profile"]["default"]
+    except (OSError, KeyError, TypeError, tomllib.TOMLDecodeError):
+        return {}
 
 
 def _difficulty(body: str) -> str:
@@ -98,7 +138,7 @@ def _difficulty(body: str) -> str:
 
 def load(source: Path) -> Imported:
     """Tasks and skipped records; a malformed record is skipped (`malformed_record`), naming it."""
-    from .validator import solc_version
+    from .validator import pragma_allows, solc_version
     dataset, repositories = _locate(source)
     compiler = solc_version()
     try:
@@ -119,6 +159,9 @@ def load(source: Path) -> Imported:
         pragma = pragma_allows("\n".join(lines), compiler) if lines is not None and compiler else (True, "")
         records += [(f"{path}[{i}]", (path, repo, rel, lines, pragma, rec)) for i, rec in enumerate(recs)]
     made = 0   # tasks made so far: they are numbered in order
+    tests_of = functools.lru_cache(maxsize=None)(lambda repo, rel, testcase: project_tests(repositories / repo, rel,
+                                                                                           testcase))
+    text_of = functools.lru_cache(maxsize=None)(lambda path: path.read_text(encoding="utf-8", errors="replace"))
 
     def convert(where, record):
         nonlocal made
@@ -154,12 +197,27 @@ def load(source: Path) -> Imported:
         if not compiles:
             return Skip(upstream_id, "compiler_version", f"{rel} asks for solc {pragma}; every task is judged "
                                                          f"by solc {compiler}")
+        testcase = str(rec.get("testcase") or "").strip()
+        project, tests, found = tests_of(repo, rel, testcase)
+        match = testcase or Path(rel).stem + ".t.sol"
+        where = f"{repo}/{project}" if project else repo
+        if not tests:
+            why = f"{', '.join(found)} is left out by the project's foundry.toml (skip)" if found else \
+                f"no forge test {match}"
+            return Skip(upstream_id, "no_test", f"{why} in {where}: SolEval's oracle has nothing to run")
+        texts = {t: text_of(repositories / repo / project / t) for t in tests}
+        if not any(re.search(rf"\b{re.escape(name)}\b", text) for text in texts.values()):
+            return Skip(upstream_id, "not_tested", f"{', '.join(tests)} in {where} never name {name}: SolEval counts "
+                                                   f"only the functions its tests call")
+        for test, text in texts.items():
+            allowed, wanted = pragma_allows(text, compiler) if compiler else (True, "")
+            if not allowed:
+                return Skip(upstream_id, "compiler_version", f"its test {test} asks for solc {wanted}; every task is "
+                                                             f"judged by solc {compiler}")
         indent = lines[start - 1][: len(lines[start - 1]) - len(lines[start - 1].lstrip())]
         marker = MARKER.format(name=name)
         unit = Path(rel).name
         context = "\n".join(lines[: start - 1] + [indent + marker] + lines[end:]) + "\n"
-        testcase = str(rec.get("testcase") or "").strip()
-        tests = f"forge test --match-path {testcase}" if testcase else f"forge test (tests covering {rel})"
         contract = rec.get("class") or "the contract"
         instruction = (
             f"Complete the function `{name}` of `{contract}` in `{rel}` (repository `{repo}`).\n"
@@ -172,6 +230,7 @@ def load(source: Path) -> Imported:
         if rec.get("visibility"):
             constructs.append(f"{rec['visibility']} function")
         made += 1
+        gold = str(rec["body"]).strip("\n") + "\n"
         return {
             "id": f"solidity-soleval-{made:04d}",
             "dsl": "solidity",
@@ -182,14 +241,15 @@ def load(source: Path) -> Imported:
             "failure_modes": [],
             "instruction": instruction,
             "context": {unit: context},
-            "gold": str(rec["body"]).strip("\n") + "\n",
+            "gold": gold,
             "oracle": {"kind": "repository", "repository": str((repositories / repo).resolve()),
                        "file": rel, "unit": unit, "function": name, "marker": marker,
-                       "lines": f"{start}-{end}", "tests": tests},
+                       "lines": f"{start}-{end}", "project": project, "match_path": match,
+                       "tests": f"forge test --match-path {match} in {where} ({', '.join(tests)})"},
             "provenance": {"source": "upstream", "benchmark": BENCHMARK, "upstream_id": upstream_id,
                            "licence": LICENCE},
             "split": "test",
-            "mutants": [],
+            "mutants": semantic_mutants(gold, made),
         }
 
     return convert_each(records, convert, progress=True, total=len(records))

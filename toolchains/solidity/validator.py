@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -107,6 +108,68 @@ def solc_version() -> str | None:
     """The solc-js release that judges syntax (None when it is not installed)."""
     modules = _node_modules()
     return json.loads((modules / "solc" / "package.json").read_text())["version"] if modules else None
+
+
+PRAGMA = re.compile(r"^\s*pragma\s+solidity\s+([^;]+);", re.M)
+COMPARATOR = re.compile(r"(\^|~|>=|<=|>|<|=)?\s*v?(\d+)(?:\.(\d+|[x*]))?(?:\.(\d+|[x*]))?")
+
+
+def _allows(comparator: re.Match, version: tuple) -> bool:
+    """One semver comparator of a pragma (`^0.8.4`, `>=0.6.0`, `~0.8`, `0.8`) against a version (a, b, c)."""
+    op = comparator.group(1) or "="
+    given = [int(g) for g in comparator.groups()[1:] if g is not None and g not in "x*"]
+    low = tuple(given + [0] * (3 - len(given)))
+    if op == "^":                              # up to the next change of the first non-zero part
+        i = next((k for k, v in enumerate(given) if v), len(given) - 1)
+    elif op == "~":                            # patch releases only (~1: minor releases too)
+        i = 1 if len(given) > 1 else 0
+    elif op == "=" and len(given) < 3:         # a partial version is a range: 0.8 means 0.8.x
+        i = len(given) - 1
+    else:
+        return {"=": version == low, ">=": version >= low, "<=": version <= low,
+                ">": version > low, "<": version < low}[op]
+    high = tuple(given[:i]) + (given[i] + 1,) + (0,) * (2 - i)
+    return low <= version < high
+
+
+def pragma_allows(source: str, version: str) -> tuple[bool, str]:
+    """(whether every `pragma solidity` of `source` accepts compiler `version`, the pragmas' text)."""
+    full = tuple(int(x) for x in re.findall(r"\d+", version)[:3])
+    pragmas = [p.strip() for p in PRAGMA.findall(source)]
+    for pragma in pragmas:
+        alternatives = [a for a in pragma.split("||")]
+        if not any(all(_allows(c, full) for c in COMPARATOR.finditer(a)) for a in alternatives):
+            return False, "; ".join(pragmas)
+    return True, "; ".join(pragmas)
+
+
+@functools.lru_cache(maxsize=64)
+def _other_compilers(project: str, version: str) -> tuple[str, ...]:
+    """The project's own sources (not its lib/ or node_modules/) whose pragma excludes solc `version`:
+    forge would refuse to build any test without another compiler, so they are left out of the build
+    (`--skip`), as a project built for one compiler has them only where its tests do not need them."""
+    found = []
+    for folder, subfolders, files in os.walk(project):
+        if folder == project:
+            subfolders[:] = [d for d in subfolders if d not in ("lib", "node_modules", ".git", "out", "cache")]
+        for f in files:
+            if f.endswith(".sol"):
+                path = Path(folder) / f
+                if not pragma_allows(path.read_text(encoding="utf-8", errors="replace"), version)[0]:
+                    found.append(path.relative_to(project).as_posix())
+    return tuple(sorted(found))
+
+
+def forge_binary() -> Path | None:
+    """forge from npm (the platform's package of @foundry-rs/forge in node_modules), or None."""
+    modules = _node_modules()
+    found = sorted((modules / "@foundry-rs").glob("forge-*/bin/forge")) if modules else []
+    return next((f for f in found if os.access(f, os.X_OK)), None)
+
+
+def forge_version() -> str | None:
+    binary = forge_binary()
+    return json.loads((binary.parent.parent / "package.json").read_text())["version"] if binary else None
 
 
 def projects(repo: Path, unit: str) -> list[str]:
@@ -221,7 +284,8 @@ class Validator(Toolchain):
         if forge:
             judge = (f"forge {forge['forge_version']} with solc {forge['solc_version']} (syntax); {judge} compiles "
                      f"for the scenarios")
-        return (f"{judge}; semantics: eth-tester {versions['eth-tester']} + py-evm {versions['py-evm']}"
+        upstream = f"; SolEval tasks: forge {forge_version()} (npm) runs the projects' tests" if forge_binary() else ""
+        return (f"{judge}; semantics: eth-tester {versions['eth-tester']} + py-evm {versions['py-evm']}{upstream}"
                 + (f"; {note}" if note else ""))
 
     def _forge(self) -> tuple[dict | None, str]:
@@ -306,6 +370,11 @@ class Validator(Toolchain):
         msg = f"{e['type']}: {_first_line(e['message'], 240)}"
         return f"{msg} ({e['location']})" if e.get("location") else msg
 
+    def task_probe(self, task, probe):
+        if task.oracle.get("kind") == "repository" and forge_binary():
+            return {**probe, "stand_in_for": ""}    # judged by the project's own forge tests, as in the paper
+        return probe
+
     # --- syntax -------------------------------------------------------------------------------------
     def syntax(self, program, task, work):
         if task.oracle.get("kind") == "repository":
@@ -340,10 +409,7 @@ class Validator(Toolchain):
     # --- semantic -----------------------------------------------------------------------------------
     def semantic(self, program, task, work):
         if task.oracle.get("kind") == "repository":
-            o = task.oracle
-            return self.verdict("unavailable", f"upstream task: its behaviour oracle is the repository's own test "
-                                               f"suite ({o['tests']} in {o['repository']}), which DSL-Bench does "
-                                               f"not run; the syntax level compiled the spliced file")
+            return self._semantic_repository(program, task, work)
         gold_unit = "gold.sol"
         support = list(task.oracle.get("support", []))
         wanted = [self.file_name, gold_unit, *support]
@@ -539,13 +605,18 @@ class Validator(Toolchain):
 
     # --- upstream: SolEval -----------------------------------------------------------------------------
 
+    @staticmethod
+    def _spliced(program, task) -> str:
+        """The task's file with the candidate function in place of the marker line."""
+        return task.context[task.oracle["unit"]].replace(task.oracle["marker"], program.strip("\n"), 1)
+
     def _syntax_repository(self, program, task, work):
         o = task.oracle
         repo = Path(o["repository"])
         if not repo.is_dir():
             return self.verdict("unavailable", f"the user's repository {o['repository']} is not on this machine "
                                                f"(needed for imports and tests)")
-        spliced = task.context[o["unit"]].replace(o["marker"], program.strip("\n"), 1)
+        spliced = self._spliced(program, task)
         (work / "spliced.sol").write_text(spliced, encoding="utf-8")
         remappings = project_remappings(repo, projects(repo, o["file"]))
         # The sandbox cannot see every host path (private /tmp, hidden /root): stage the files the unit
@@ -554,6 +625,62 @@ class Validator(Toolchain):
         files = [{"path": "spliced.sol", "name": o["file"], "import_root": "repo", "remappings": remappings}]
         result, report = self._compile(work, files)
         return self._syntax_verdict(result, report, o["file"], prefix=f"{o['function']} spliced into {o['file']}: ")
+
+    def _semantic_repository(self, program, task, work):
+        """SolEval's own oracle: the project's forge tests for the file, run on a copy of the project with
+        the candidate spliced in; the candidate passes when every test passes (and at least one ran)."""
+        o = task.oracle
+        forge = forge_binary()
+        if forge is None:
+            return self.verdict("unavailable", "forge is not installed (npm @foundry-rs/forge in toolchains/solidity, "
+                                               "which install.sh installs): the project's tests cannot run")
+        source = Path(o["repository"]) / o["project"]
+        project = work / "project"
+        # A copy: the tests build into it, and the sandbox cannot see every host path.
+        shutil.copytree(source, project, symlinks=True, ignore=shutil.ignore_patterns(".git", "out", "cache", "broadcast"))
+        (work / "project" / Path(o["file"]).relative_to(o["project"])).write_text(self._spliced(program, task),
+                                                                                    encoding="utf-8")
+        # forge runs the `solc` it is given (an absolute path); solc_cli.js is solc-js behind solc's CLI.
+        wrapper = work / "solc"
+        wrapper.write_text(f'#!/bin/sh\nexec node {" ".join(_node_flags()[0])} {HERE / "solc_cli.js"} "$@"\n',
+                           encoding="utf-8")
+        wrapper.chmod(0o755)
+        cmd = [str(forge), "test", "--root", "project", "--offline", "--use", f"{sandbox.path_inside(work)}/solc",
+               "--match-path", o["match_path"], "--fuzz-seed", "0", "--json"]   # fixed seed: the same fuzz inputs
+        cmd += [arg for path in _other_compilers(str(source), solc_version()) for arg in ("--skip", path)]
+        # A profile of our own inherits the project's default one and changes two settings (forge ignores
+        # FOUNDRY_FFI when foundry.toml sets ffi): no test may start a program (vm.ffi), as the candidate is
+        # untrusted; and the tests were written for forge before 1.0, where vm.expectRevert also caught the
+        # revert of an internal (library) call, which forge 1.x does only with this setting.
+        with open(project / "foundry.toml", "a", encoding="utf-8") as config:
+            config.write("\n[profile.dslbench]\nffi = false\nallow_internal_expect_revert = true\n")
+        env = {"NODE_PATH": str(_node_modules()), "FOUNDRY_PROFILE": "dslbench"}
+        result = self.run(cmd, work, env=env, **self.card["forge_test_limits"])
+        if result.timed_out:
+            return self.verdict("fail", f"the project's tests ({o['match_path']}) timed out", result)
+        try:
+            suites = json.loads(result.stdout)
+        except json.JSONDecodeError:
+            said = "\n".join(l for l in (result.stderr + "\n" + result.stdout).splitlines()
+                             if l.strip() and not l.startswith("Warning:"))
+            errors = [l.strip() for l in said.splitlines() if re.match(r"\s*(\w+Error|Error \(\d+\)):", l)]
+            if errors:
+                return self.verdict("fail", f"the project's tests do not compile with this function: {errors[0][:240]}",
+                                    result)
+            return self.verdict("error", f"forge test gave no results (exit {result.returncode}): "
+                                         f"{_first_line(said, 240)}", result)
+        tests = {f"{suite.split(':')[-1]}.{name}": r for suite, body in suites.items()
+                 for name, r in (body.get("test_results") or {}).items()}
+        failed = [(name, r.get("reason") or "") for name, r in tests.items() if r.get("status") == "Failure"]
+        if failed:
+            shown = "; ".join(f"{n}{f' ({why[:120]})' if why else ''}" for n, why in failed[:3])
+            return self.verdict("fail", f"{len(failed)} of {len(tests)} test(s) of {o['match_path']} fail: {shown}"
+                                + (" ..." if len(failed) > 3 else ""), result)
+        passed = sum(r.get("status") == "Success" for r in tests.values())
+        if not passed:
+            return self.verdict("error", f"no test of {o['match_path']} ran in {o['project'] or 'the repository'}",
+                                result, reason="gold_broken")
+        return self.verdict("pass", f"{passed} test(s) of {o['match_path']} pass", result)
 
     def import_upstream(self, source: Path) -> Imported:
         from . import soleval
