@@ -159,9 +159,14 @@ def load(source: Path) -> Imported:
         pragma = pragma_allows("\n".join(lines), compiler) if lines is not None and compiler else (True, "")
         records += [(f"{path}[{i}]", (path, repo, rel, lines, pragma, rec)) for i, rec in enumerate(recs)]
     made = 0   # tasks made so far: they are numbered in order
-    tests_of = functools.lru_cache(maxsize=None)(lambda repo, rel, testcase: project_tests(repositories / repo, rel,
-                                                                                           testcase))
-    text_of = functools.lru_cache(maxsize=None)(lambda path: path.read_text(encoding="utf-8", errors="replace"))
+
+    @functools.lru_cache(maxsize=None)      # a file's records share its tests
+    def tests_of(repo: str, rel: str, testcase: str):
+        return project_tests(repositories / repo, rel, testcase)
+
+    @functools.lru_cache(maxsize=None)
+    def text_of(path: Path) -> str:
+        return path.read_text(encoding="utf-8", errors="replace")
 
     def convert(where, record):
         nonlocal made

@@ -137,17 +137,16 @@ def pragma_allows(source: str, version: str) -> tuple[bool, str]:
     full = tuple(int(x) for x in re.findall(r"\d+", version)[:3])
     pragmas = [p.strip() for p in PRAGMA.findall(source)]
     for pragma in pragmas:
-        alternatives = [a for a in pragma.split("||")]
-        if not any(all(_allows(c, full) for c in COMPARATOR.finditer(a)) for a in alternatives):
+        if not any(all(_allows(c, full) for c in COMPARATOR.finditer(a)) for a in pragma.split("||")):
             return False, "; ".join(pragmas)
     return True, "; ".join(pragmas)
 
 
 @functools.lru_cache(maxsize=64)
 def _other_compilers(project: str, version: str) -> tuple[str, ...]:
-    """The project's own sources (not its lib/ or node_modules/) whose pragma excludes solc `version`:
-    forge would refuse to build any test without another compiler, so they are left out of the build
-    (`--skip`), as a project built for one compiler has them only where its tests do not need them."""
+    """The project's own sources (not its lib/ or node_modules/) whose pragma excludes solc `version`.
+    With one of them in the build, forge builds no test at all (it finds no compiler for it), so they are
+    left out (`--skip`); a test that needs one of them then fails to compile, naming it."""
     found = []
     for folder, subfolders, files in os.walk(project):
         if folder == project:
