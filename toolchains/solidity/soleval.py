@@ -26,7 +26,6 @@ from __future__ import annotations
 import fnmatch
 import functools
 import json
-import os
 import random
 import re
 import tomllib
@@ -107,17 +106,14 @@ def project_tests(repo_dir: Path, rel: str, testcase: str = "") -> tuple[str, li
     `forge test --match-path <Name>.t.sol` in the project of Name.sol (its rules map a test file to the
     source file of the same name); a record may name its own test file. The project's dependencies
     (lib/, node_modules/) are not searched."""
-    from .validator import projects
+    from .validator import project_files, projects
     project = projects(repo_dir, rel)[0]
     root = repo_dir / project
     if testcase:
         tests = [testcase] if (root / testcase).is_file() else []
         return project, tests, tests
-    wanted, found = Path(rel).stem + ".t.sol", []
-    for folder, subfolders, files in os.walk(root):
-        if folder == str(root):
-            subfolders[:] = [d for d in subfolders if d not in ("lib", "node_modules", ".git", "out", "cache")]
-        found += [(Path(folder) / wanted).relative_to(root).as_posix() for f in files if f == wanted]
+    wanted = Path(rel).stem + ".t.sol"
+    found = [f for f in project_files(root, ".t.sol") if Path(f).name == wanted]
     # forge leaves out what the project's default profile skips (solady: "/*Transient*"): no test runs there
     skip = _default_profile(root).get("skip", [])
     kept = [f for f in found if not any(fnmatch.fnmatchcase(f"/{f}", glob) for glob in skip)]

@@ -147,16 +147,20 @@ def _other_compilers(project: str, version: str) -> tuple[str, ...]:
     """The project's own sources (not its lib/ or node_modules/) whose pragma excludes solc `version`.
     With one of them in the build, forge builds no test at all (it finds no compiler for it), so they are
     left out (`--skip`); a test that needs one of them then fails to compile, naming it."""
+    root = Path(project)
+    return tuple(sorted(f for f in project_files(root, ".sol")
+                        if not pragma_allows((root / f).read_text(encoding="utf-8", errors="replace"), version)[0]))
+
+
+def project_files(root: Path, suffix: str) -> list[str]:
+    """A forge project's own files ending in `suffix`, as paths in it: not its dependencies (lib/,
+    node_modules/), git data or forge's build output."""
     found = []
-    for folder, subfolders, files in os.walk(project):
-        if folder == project:
+    for folder, subfolders, files in os.walk(root):
+        if Path(folder) == root:
             subfolders[:] = [d for d in subfolders if d not in ("lib", "node_modules", ".git", "out", "cache")]
-        for f in files:
-            if f.endswith(".sol"):
-                path = Path(folder) / f
-                if not pragma_allows(path.read_text(encoding="utf-8", errors="replace"), version)[0]:
-                    found.append(path.relative_to(project).as_posix())
-    return tuple(sorted(found))
+        found += [(Path(folder) / f).relative_to(root).as_posix() for f in files if f.endswith(suffix)]
+    return found
 
 
 def forge_binary() -> Path | None:
