@@ -173,7 +173,7 @@ def test_soleval_loader_maps_function_records(soleval):
     tcs = toolchains.get("solidity")
     made = tcs.import_upstream(soleval)
     tasks = made.tasks
-    assert [t["id"] for t in tasks] == ["solidity-soleval-0001", "solidity-soleval-0002"]
+    assert [t["id"] for t in tasks] == [f"solidity-soleval-000{i}" for i in (1, 2, 3, 4, 5)]
     t = tasks[0]
     assert t["provenance"] == {"source": "upstream", "benchmark": "SolEval", "licence": "MIT",
                                "upstream_id": "/root/demo-vault/contracts/Vault.sol::Vault.deposit"}
@@ -220,7 +220,7 @@ def test_soleval_loader_maps_function_records(soleval):
 
 def test_soleval_tasks_load_strictly_and_compile_in_the_repository(soleval, tmp_path, tc):
     written = upstream.import_upstream("solidity", soleval, tmp_path / "out").written
-    assert [p.name for p in written] == ["solidity-soleval-0001.yaml", "solidity-soleval-0002.yaml"]
+    assert [p.name for p in written][:2] == ["solidity-soleval-0001.yaml", "solidity-soleval-0002.yaml"]
     t = load_task_file(written[0], tc.check_oracle)
     out = pipeline.evaluate("solidity", t, t.gold)
     assert out["syntax"]["status"] == "pass", out["syntax"]
@@ -280,6 +280,56 @@ def test_soleval_nested_project_resolves_imports_as_forge_does(soleval, tmp_path
                              t.oracle["file"], repo, remappings, stage)
     assert [f.relative_to(stage).as_posix() for f in stage.rglob("*.sol")] == [
         "lib/demo-ledger/lib/units-08/contracts/Units.sol"]
+
+
+def test_soleval_pure_library_function_is_also_compared_with_the_gold(soleval, tmp_path, tc):
+    """The project's tests leave gaps: an internal pure library function is also called beside the gold
+    on fuzzed inputs (same reverts, same results, same memory arguments after the call)."""
+    made = toolchains.get("solidity").import_upstream(soleval).tasks
+    checks = {t["title"]: t["oracle"].get("same_as_gold") for t in made}
+    assert checks == {"Vault.deposit (demo-vault)": None, "Ledger.credit (demo-ledger)": None,   # contracts
+                      "Shares.split (demo-ledger)": {"library": "Shares", "parameters": ["uint256", "uint256"],
+                                                     "results": ["uint256", "uint256"]},
+                      "Shares.halve (demo-ledger)": {"library": "Shares", "parameters": ["uint256[] memory"],
+                                                     "results": []},
+                      "Shares.mix (demo-ledger)": {"library": "Shares", "parameters": ["uint8"], "results": ["bytes32"]}}
+    written = upstream.import_upstream("solidity", soleval, tmp_path / "out").written
+    split, halve, mix = (load_task_file(written[i], tc.check_oracle) for i in (2, 3, 4))
+    out = pipeline.evaluate("solidity", split, split.gold)
+    assert out["semantic"]["status"] == "pass", out["semantic"]
+    assert out["semantic"]["diagnostics"] == "3 test(s) of Shares.t.sol pass; it behaves as the gold on 1000 fuzzed inputs"
+    assert "**/{Shares.t.sol,DslbenchSameAsGold.t.sol}" in out["semantic"]["command"]
+    # the project's test checks the fee only: a wrong rest passes it, and the comparison catches it
+    out = pipeline.evaluate("solidity", split, split.gold.replace("rest = amount - fee;", "rest = amount - fee / 2;"))
+    assert out["semantic"]["status"] == "fail"
+    assert out["semantic"]["diagnostics"].startswith("3 test(s) of Shares.t.sol pass, but split differs from the "
+                                                     "gold on fuzzed inputs (")
+    assert out["semantic"]["diagnostics"].endswith("): other results than the gold (values returned or memory arguments)")
+    out = pipeline.evaluate("solidity", split, split.gold.replace("if (bps > 10000) revert FeeTooHigh(bps);", ""))
+    assert out["semantic"]["status"] == "fail" and out["semantic"]["diagnostics"].endswith(": returns where the gold reverts")
+    # halve returns nothing: what it leaves in its memory argument is compared
+    out = pipeline.evaluate("solidity", halve, halve.gold.replace("i < values.length", "i + 1 < values.length"))
+    assert out["semantic"]["status"] == "fail", out["semantic"]
+    assert "3 test(s) of Shares.t.sol pass, but halve differs" in out["semantic"]["diagnostics"]
+    # Whether costly code runs out of gas depends on the gas a call gets: both calls get the same, so the
+    # gold agrees with itself (the project's gas limit is 10M; mix(100) needs more, mix(50) half of it).
+    out = pipeline.evaluate("solidity", mix, mix.gold)
+    assert out["semantic"]["status"] == "pass", out["semantic"]
+    for m in split.mutants + halve.mutants:     # what the project's tests miss, the comparison kills
+        out = pipeline.evaluate("solidity", split if m in split.mutants else halve, m.program)
+        assert (out["syntax"]["status"], out["semantic"]["status"]) == ("pass", "fail"), (m.note, out["semantic"])
+    # a type forge cannot fuzz, or a function that reads its call frame, is left to the project's tests
+    loader = sys.modules["dslbench.plugins.solidity.soleval"]
+    library = "library L {}"
+    assert loader.same_as_gold("function f(S memory s) internal pure returns (uint256) {}", library, "L") is None
+    assert loader.same_as_gold("function f() internal pure returns (bytes4) { return msg.sig; }", library, "L") is None
+    assert loader.same_as_gold("function f(uint256 x) internal view returns (uint256) {}", library, "L") is None
+    assert loader.same_as_gold("function f(uint256 x) private pure returns (uint256) {}", library, "L") is None
+    assert loader.same_as_gold("function f(address payable a) internal pure returns (bool) {}", library, "L") is None
+    assert loader.same_as_gold("function f(uint256 x) internal pure returns (uint256) {}", "contract L {}", "L") is None
+    assert loader.same_as_gold("function f(bytes calldata b, uint8[3] memory k) internal pure returns (bytes32) {}",
+                               library, "L") == {"library": "L", "parameters": ["bytes calldata", "uint8[3] memory"],
+                                                 "results": ["bytes32"]}
 
 
 def test_verify_says_how_many_unavailable_golds_passed_syntax(tmp_path, monkeypatch, capsys):

@@ -13,7 +13,9 @@ Each function record becomes one function-completion task: the instruction is bu
 and the signature, the gold is the recorded body, and the context is the file with the function
 replaced by a marker line. The behaviour oracle is SolEval's: the project's own forge tests of that
 file (`<Name>.t.sol`, or the record's `testcase`); the oracle (`kind: repository`) records the
-repository, the forge project inside it and the test path. Records that cannot be turned into such a
+repository, the forge project inside it and the test path, and, for an internal pure library function
+of fuzzable types, how to call it beside the gold on fuzzed inputs (`same_as_gold`), which closes the
+gaps of the projects' tests. Records that cannot be turned into such a
 task are skipped with a reason: declarations that are not functions (errors, constants, events),
 records without a comment, records whose file is not found in the repository or whose recorded
 lines do not hold the function (no resolvable contract context), files without a test (`no_test`) or
@@ -98,6 +100,52 @@ def semantic_mutants(gold: str, index: int) -> list[dict]:
             yield f"{kind}: {m.group()} -> {new} (line {line})", gold[:m.start()] + new + gold[m.end():]
 
     return one_mutant_per_kind(gold, (alternatives(kind) for kind in kinds))
+
+
+# The Solidity types forge's fuzzer draws (value types, bytes, string, arrays of them): what a check
+# against the gold can pass to a function. Anything else (structs, function types, storage) is left to
+# the project's tests alone.
+FUZZABLE = re.compile(r"(?:u?int\d*|bytes\d*|bool|address|string)(?:\[\d*\])*(?: (?:memory|calldata))?")
+# A pure function can still see its call frame (calldata, selector, gas): two calls differ there.
+FRAME = re.compile(r"\bmsg\.(?:data|sig)\b|\bcalldata(?:load|size|copy)\b|\bgas(?:left)?\s*\(")
+MAX_SLOTS = 8      # arguments and results a generated wrapper holds without running out of stack
+
+
+def same_as_gold(gold: str, file_text: str, contract: str) -> dict | None:
+    """How to check a candidate against the gold on fuzzed inputs, or None where that cannot be done
+    plainly: the function must be an internal pure function of a library, whose parameters and results
+    are all types forge fuzzes, that reads nothing of its call frame, and that returns something or
+    takes memory it may change. The validator calls candidate and gold alike on the same inputs and
+    compares whether they revert, their results and the memory arguments after the call."""
+    masked = NOT_CODE.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), gold)
+    head, brace, body = masked.partition("{")
+    m = re.fullmatch(r"\s*function\s+\w+\s*\(([^()]*)\)([^()]*?)(?:\breturns\s*\(([^()]*)\))?\s*", head)
+    if not (brace and m and contract) or not re.search(rf"\blibrary\s+{re.escape(contract)}\b", file_text):
+        return None
+    modifiers = m.group(2).split()
+    if "internal" not in modifiers or "pure" not in modifiers or FRAME.search(body):
+        return None
+
+    def types(listed):
+        found = []
+        for item in filter(None, (" ".join(part.split()) for part in (listed or "").split(","))):
+            words = item.split()
+            if "payable" in words:      # `address payable`: the fuzzed address would need a conversion
+                return None
+            typ = " ".join(words[:2] if len(words) > 1 and words[1] in ("memory", "calldata") else words[:1])
+            if not FUZZABLE.fullmatch(typ):
+                return None
+            found.append(typ)
+        return found
+
+    parameters, results = types(m.group(1)), types(m.group(3))
+    if parameters is None or results is None or not (results or any(t.endswith(" memory") for t in parameters)):
+        return None
+    slots = len(results) + sum(2 if t.endswith(" calldata") and ("[" in t or t.split()[0] in ("bytes", "string"))
+                               else 1 for t in parameters)
+    if slots > MAX_SLOTS:
+        return None
+    return {"library": contract, "parameters": parameters, "results": results}
 
 
 def project_tests(repo_dir: Path, rel: str, testcase: str = "") -> tuple[str, list[str], list[str]]:
@@ -232,6 +280,7 @@ def load(source: Path) -> Imported:
             constructs.append(f"{rec['visibility']} function")
         made += 1
         gold = str(rec["body"]).strip("\n") + "\n"
+        check = same_as_gold(gold, context, str(rec.get("class") or ""))
         return {
             "id": f"solidity-soleval-{made:04d}",
             "dsl": "solidity",
@@ -246,7 +295,8 @@ def load(source: Path) -> Imported:
             "oracle": {"kind": "repository", "repository": str((repositories / repo).resolve()),
                        "file": rel, "unit": unit, "function": name, "marker": marker,
                        "lines": f"{start}-{end}", "project": project, "match_path": match,
-                       "tests": f"forge test --match-path {match} in {where} ({', '.join(tests)})"},
+                       "tests": f"forge test --match-path {match} in {where} ({', '.join(tests)})",
+                       **({"same_as_gold": check} if check else {})},
             "provenance": {"source": "upstream", "benchmark": BENCHMARK, "upstream_id": upstream_id,
                            "licence": LICENCE},
             "split": "test",

@@ -67,6 +67,7 @@ MODIFIERS = {
     "mine": {"note"},
     "wait": {"note"},
 }
+SAME_AS_GOLD = "DslbenchSameAsGold"     # the generated test comparing an imported task's function with the gold
 IDENT = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
 AMOUNT = re.compile(r"^\s*-?\d+\s*(wei|gwei|ether)\s*$")
 
@@ -657,6 +658,10 @@ class Validator(Toolchain):
         # revert of an internal (library) call, which forge 1.x does only with this setting.
         with open(project / "foundry.toml", "a", encoding="utf-8") as config:
             config.write("\n[profile.dslbench]\nffi = false\nallow_internal_expect_revert = true\n")
+        check = o.get("same_as_gold")
+        if check:
+            self._write_same_as_gold(task, project / Path(o["file"]).relative_to(o["project"]), check)
+            cmd[cmd.index("--match-path") + 1] = f"**/{{{o['match_path']},{SAME_AS_GOLD}.t.sol}}"
         env = {"NODE_PATH": str(_node_modules()), "FOUNDRY_PROFILE": "dslbench"}
         result = self.run(cmd, work, env=env, **self.card["forge_test_limits"])
         if result.timed_out:
@@ -673,17 +678,67 @@ class Validator(Toolchain):
             return self.verdict("error", f"forge test gave no results (exit {result.returncode}): "
                                          f"{_first_line(said, 240)}", result)
         tests = {f"{suite.split(':')[-1]}.{name}": r for suite, body in suites.items()
-                 for name, r in (body.get("test_results") or {}).items()}
+                 for name, r in (body.get("test_results") or {}).items() if SAME_AS_GOLD not in suite}
+        compared = next((r for suite, body in suites.items() if SAME_AS_GOLD in suite
+                         for r in (body.get("test_results") or {}).values()), None)
         failed = [(name, r.get("reason") or "") for name, r in tests.items() if r.get("status") == "Failure"]
+        differs = ""
+        if check and (compared is None or compared.get("status") != "Success"):
+            inputs = ((compared or {}).get("counterexample") or {}).get("Single", {}).get("args") or "?"
+            differs = (f"{o['function']} differs from the gold on fuzzed inputs ({inputs[:160]}): "
+                       f"{(compared or {}).get('reason') or 'the comparison did not run'}")
         if failed:
             shown = "; ".join(f"{n}{f' ({why[:120]})' if why else ''}" for n, why in failed[:3])
             return self.verdict("fail", f"{len(failed)} of {len(tests)} test(s) of {o['match_path']} fail: {shown}"
-                                + (" ..." if len(failed) > 3 else ""), result)
+                                + (" ..." if len(failed) > 3 else "") + (f"; and {differs}" if differs else ""), result)
         passed = sum(r.get("status") == "Success" for r in tests.values())
         if not passed:
             return self.verdict("error", f"no test of {o['match_path']} ran in {o['project'] or 'the repository'}",
                                 result, reason="gold_broken")
-        return self.verdict("pass", f"{passed} test(s) of {o['match_path']} pass", result)
+        if differs:
+            return self.verdict("fail", f"{passed} test(s) of {o['match_path']} pass, but {differs}", result)
+        same = f"; it behaves as the gold on {self.card['same_as_gold_runs']} fuzzed inputs" if check else ""
+        return self.verdict("pass", f"{passed} test(s) of {o['match_path']} pass{same}", result)
+
+    def _write_same_as_gold(self, task, candidate_file: Path, check: dict):
+        """Beside the candidate's file: a copy of the file with the gold in it, and a fuzz test that calls
+        the function of both on the same inputs (soleval.same_as_gold says which functions qualify). The
+        project's own tests leave gaps (a bound, a constant, a branch no test reaches); this closes them
+        for the inputs drawn, as a check against a reference implementation does."""
+        gold_file = candidate_file.with_name(candidate_file.stem + ".dslbench_gold.sol")
+        gold_file.write_text(self._spliced(task.gold, task), encoding="utf-8")
+        library, function = check["library"], task.oracle["function"]
+        params = ", ".join(f"{t} a{i}" for i, t in enumerate(check["parameters"]))
+        args = ", ".join(f"a{i}" for i in range(len(check["parameters"])))
+        results = ", ".join(f"{t} r{i}" for i, t in enumerate(check["results"]))
+        # memory arguments are compared after the call too: a function may change them in place
+        seen = [f"r{i}" for i in range(len(check["results"]))] + \
+            [f"a{i}" for i, t in enumerate(check["parameters"]) if t.endswith(" memory")]
+
+        def wrapper(name, lib):
+            call = f"({results}) = {lib}.{function}({args});" if results else f"{lib}.{function}({args});"
+            return (f"    function {name}({params}) external pure returns (bytes memory) {{\n"
+                    f"        {call}\n        return abi.encode({', '.join(seen)});\n    }}\n")
+
+        fuzzed = ", ".join(f"{t.replace(' calldata', ' memory')} a{i}" for i, t in enumerate(check["parameters"]))
+        comma = ", " if args else ""
+        (candidate_file.parent / f"{SAME_AS_GOLD}.t.sol").write_text(
+            "// SPDX-License-Identifier: UNLICENSED\n// Written by DSL-Bench: the candidate's function against the gold's.\n"
+            "pragma solidity >=0.8.0;\n\n"
+            f'import {{{library}}} from "./{candidate_file.name}";\n'
+            f'import {{{library} as DslbenchGold}} from "./{gold_file.name}";\n\n'
+            f"contract {SAME_AS_GOLD} {{\n" + wrapper("candidate", library) + wrapper("gold", "DslbenchGold") +
+            f"\n    /// forge-config: dslbench.fuzz.runs = {self.card['same_as_gold_runs']}\n"
+            f"    function testSameAsGold({fuzzed}) external view {{\n"
+            # the same gas for both calls: code that reads far out of bounds runs out of it in both or neither
+            f"        uint256 budget = gasleft() / 3;\n"
+            f"        (bool candidateOk, bytes memory candidateOut) = address(this).staticcall{{gas: budget}}(\n"
+            f"            abi.encodeWithSelector(this.candidate.selector{comma}{args}));\n"
+            f"        (bool goldOk, bytes memory goldOut) = address(this).staticcall{{gas: budget}}(\n"
+            f"            abi.encodeWithSelector(this.gold.selector{comma}{args}));\n"
+            f'        require(candidateOk == goldOk, candidateOk ? "returns where the gold reverts" : "reverts where the gold returns");\n'
+            f'        require(!goldOk || keccak256(candidateOut) == keccak256(goldOut), "other results than the gold (values returned or memory arguments)");\n'
+            "    }\n}\n", encoding="utf-8")
 
     def import_upstream(self, source: Path) -> Imported:
         from . import soleval
