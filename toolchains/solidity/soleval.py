@@ -104,7 +104,7 @@ def semantic_mutants(gold: str, index: int) -> list[dict]:
 
 # The Solidity types forge's fuzzer draws (value types, bytes, string, arrays of them): what a check
 # against the gold can pass to a function. Anything else (structs, function types, storage) is left to
-# the project's tests alone.
+# the project's tests alone. The card's oracle_schema (`fuzzed`) checks the same shape when tasks load.
 FUZZABLE = re.compile(r"(?:u?int\d*|bytes\d*|bool|address|string)(?:\[\d*\])*(?: (?:memory|calldata))?")
 # A pure function can still see its call frame (calldata, selector, gas): two calls differ there.
 FRAME = re.compile(r"\bmsg\.(?:data|sig)\b|\bcalldata(?:load|size|copy)\b|\bgas(?:left)?\s*\(")

@@ -34,7 +34,8 @@ Values: `$0`..`$9` test accounts (each funded with 1,000,000 ether), `$contract`
 contracts, `$zero` the zero address; bytes as 0x-hex; amounts as integers or '<n> wei|gwei|ether'.
 
 Upstream (SolEval) tasks have `kind: repository`: the candidate is one function, spliced into the recorded
-file of the user's repository for compilation; their behaviour oracle is the repository's own test suite.
+file of the user's repository for compilation; their behaviour oracle is the repository's own test suite,
+and, for an internal pure library function (`same_as_gold`), a comparison with the gold on fuzzed inputs.
 """
 from __future__ import annotations
 
@@ -683,10 +684,12 @@ class Validator(Toolchain):
                          for r in (body.get("test_results") or {}).values()), None)
         failed = [(name, r.get("reason") or "") for name, r in tests.items() if r.get("status") == "Failure"]
         differs = ""
-        if check and (compared is None or compared.get("status") != "Success"):
-            inputs = ((compared or {}).get("counterexample") or {}).get("Single", {}).get("args") or "?"
+        if check and compared is None:
+            differs = f"the comparison of {o['function']} with the gold did not run"
+        elif check and compared.get("status") != "Success":
+            inputs = (compared.get("counterexample") or {}).get("Single", {}).get("args") or "?"
             differs = (f"{o['function']} differs from the gold on fuzzed inputs ({inputs[:160]}): "
-                       f"{(compared or {}).get('reason') or 'the comparison did not run'}")
+                       f"{compared.get('reason') or 'no reason given'}")
         if failed:
             shown = "; ".join(f"{n}{f' ({why[:120]})' if why else ''}" for n, why in failed[:3])
             return self.verdict("fail", f"{len(failed)} of {len(tests)} test(s) of {o['match_path']} fail: {shown}"
