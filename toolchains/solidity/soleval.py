@@ -78,12 +78,17 @@ SLIPS = {
 }
 
 
+def _code_only(source: str) -> str:
+    """`source` with comments and strings blanked out (line breaks kept): offsets stay the same."""
+    return NOT_CODE.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), source)
+
+
 def semantic_mutants(gold: str, index: int) -> list[dict]:
     """Up to 3 single slips in the function's body, each of another kind (SLIPS): a comparison turned
     round, == and != swapped, + and - swapped, && and || swapped, a Yul lt/gt, add/sub, and/or or
     shl/shr swapped, a decimal constant n made n + 1. Comments and strings are never touched.
     Deterministic: `index` seeds which kinds come first and which site of each."""
-    masked = NOT_CODE.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), gold)
+    masked = _code_only(gold)
     body = masked.find("{")
     if body < 0:
         return []
@@ -117,7 +122,7 @@ def same_as_gold(gold: str, file_text: str, contract: str) -> dict | None:
     are all types forge fuzzes, that reads nothing of its call frame, and that returns something or
     takes memory it may change. The validator calls candidate and gold alike on the same inputs and
     compares whether they revert, their results and the memory arguments after the call."""
-    masked = NOT_CODE.sub(lambda m: re.sub(r"[^\n]", " ", m.group()), gold)
+    masked = _code_only(gold)
     head, brace, body = masked.partition("{")
     m = re.fullmatch(r"\s*function\s+\w+\s*\(([^()]*)\)([^()]*?)(?:\breturns\s*\(([^()]*)\))?\s*", head)
     if not (brace and m and contract) or not re.search(rf"\blibrary\s+{re.escape(contract)}\b", file_text):

@@ -643,15 +643,19 @@ class Validator(Toolchain):
         project = work / "project"
         # A copy: the tests build into it, and the sandbox cannot see every host path.
         shutil.copytree(source, project, symlinks=True, ignore=shutil.ignore_patterns(".git", "out", "cache", "broadcast"))
-        (work / "project" / Path(o["file"]).relative_to(o["project"])).write_text(self._spliced(program, task),
-                                                                                    encoding="utf-8")
+        candidate_file = project / Path(o["file"]).relative_to(o["project"])
+        candidate_file.write_text(self._spliced(program, task), encoding="utf-8")
+        check = o.get("same_as_gold")
+        if check:
+            self._write_same_as_gold(task, candidate_file, check)
         # forge runs the `solc` it is given (an absolute path); solc_cli.js is solc-js behind solc's CLI.
         wrapper = work / "solc"
         wrapper.write_text(f'#!/bin/sh\nexec node {" ".join(_node_flags()[0])} {HERE / "solc_cli.js"} "$@"\n',
                            encoding="utf-8")
         wrapper.chmod(0o755)
         cmd = [str(forge), "test", "--root", "project", "--offline", "--use", f"{sandbox.path_inside(work)}/solc",
-               "--match-path", o["match_path"], "--fuzz-seed", "0", "--json"]   # fixed seed: the same fuzz inputs
+               "--match-path", f"**/{{{o['match_path']},{SAME_AS_GOLD}.t.sol}}" if check else o["match_path"],
+               "--fuzz-seed", "0", "--json"]   # fixed seed: the same fuzz inputs
         cmd += [arg for path in _other_compilers(str(source), solc_version()) for arg in ("--skip", path)]
         # A profile of our own inherits the project's default one and changes two settings (forge ignores
         # FOUNDRY_FFI when foundry.toml sets ffi): no test may start a program (vm.ffi), as the candidate is
@@ -659,10 +663,6 @@ class Validator(Toolchain):
         # revert of an internal (library) call, which forge 1.x does only with this setting.
         with open(project / "foundry.toml", "a", encoding="utf-8") as config:
             config.write("\n[profile.dslbench]\nffi = false\nallow_internal_expect_revert = true\n")
-        check = o.get("same_as_gold")
-        if check:
-            self._write_same_as_gold(task, project / Path(o["file"]).relative_to(o["project"]), check)
-            cmd[cmd.index("--match-path") + 1] = f"**/{{{o['match_path']},{SAME_AS_GOLD}.t.sol}}"
         env = {"NODE_PATH": str(_node_modules()), "FOUNDRY_PROFILE": "dslbench"}
         result = self.run(cmd, work, env=env, **self.card["forge_test_limits"])
         if result.timed_out:
