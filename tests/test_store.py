@@ -173,6 +173,53 @@ def test_sigterm_and_sigkill_leave_no_work_folders_behind(tmp_path):
     assert sweep_leftovers() >= 0
 
 
+STOPPED_POOL = """
+import sys
+from pathlib import Path
+from dslbench import pipeline, sandbox
+
+if __name__ == "__main__":
+    work = [Path(sys.argv[1]) / str(i) for i in range(3)]
+    for w in work:
+        w.mkdir()
+    # three long programs on two workers: two run, one is already queued to a worker
+    jobs = [(i, sandbox.run, (["sleep", "97"], w, sandbox.Limits(timeout_s=120))) for i, w in enumerate(work)]
+    print("started", flush=True)
+    try:
+        pipeline.fan_out(jobs, lambda tag, result: None, "process", 2, "t", False)
+    except KeyboardInterrupt:
+        print("interrupted", flush=True)
+"""
+
+
+def test_an_interrupt_of_the_parent_alone_stops_the_process_pool_at_once(tmp_path):
+    """`kill -INT` or SIGTERM reaches only the parent: its workers must not finish the programs they
+    run (nor the ones queued to them) before the run can exit. They did: 57 s for 30-second jobs."""
+    script = tmp_path / "pool.py"
+    script.write_text(STOPPED_POOL)
+    python = str(Path(dslbench_cmd()[0]).with_name("python"))
+    proc = subprocess.Popen([python, str(script), str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "started"
+        deadline = time.time() + 60
+        while time.time() < deadline and len(_sleepers()) < 2:
+            time.sleep(0.1)
+        assert len(_sleepers()) == 2, "both workers run their program"
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()         # its workers and their sandboxes die with it
+    assert time.monotonic() - t0 < 15, "the run waited for its workers' programs"
+    assert out.strip().endswith("interrupted") and "Traceback" not in err, err
+    assert _sleepers() == [], "a sandboxed program outlived the run"
+
+
+def _sleepers() -> list[str]:
+    ps = subprocess.run(["pgrep", "-f", "^sleep 97$"], capture_output=True, text=True)
+    return ps.stdout.split()
+
+
 def test_export_rewrites_the_tables_only_when_the_records_changed(tmp_path):
     store = RunStore(tmp_path)
     rec = {"dsl": "jq", "task_id": "t1", "model": "m", "method": "baseline", "sample": 0,

@@ -43,22 +43,60 @@ class _DaskExecutor:
         return False
 
 
+# In a process-pool worker: a stop was asked for (SIGINT or SIGTERM), and whether a work unit is running.
+_stopping = False
+_in_unit = False
+
+
 def run_batch(items: list) -> list:
     """Several jobs as one work unit: [(fn, args)] -> their results, in order. It lives here, not in
     the pipeline, so that a worker unpickling it imports nothing heavy (no pandas)."""
-    return [fn(*args) for fn, args in items]
+    global _in_unit
+    _in_unit = True
+    try:
+        if _stopping:           # a unit queued before the stop: do not start it
+            raise KeyboardInterrupt
+        return [fn(*args) for fn, args in items]
+    finally:
+        _in_unit = False
 
 
-def _die_with_parent() -> None:
-    """Worker initializer: if the parent is killed (SIGKILL, OOM), the worker dies too instead of
-    finishing a long model call as an orphan. Linux only; elsewhere a no-op."""
+def _on_stop(signum, frame) -> None:
+    """A worker's SIGINT/SIGTERM: the unit it runs ends now (the sandbox kills its program and removes
+    its work folder), and so does every unit already queued to it. An idle worker only notes the stop
+    and leaves when the pool shuts down, without printing a traceback."""
+    global _stopping
+    _stopping = True
+    if _in_unit:
+        raise KeyboardInterrupt
+
+
+def _worker_init() -> None:
+    """Process-pool worker initializer. If the parent is killed (SIGKILL, OOM), the worker dies too
+    instead of finishing a long model call as an orphan (Linux only; elsewhere a no-op); a SIGINT or
+    SIGTERM stops its work at once (_on_stop)."""
+    import signal
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, _on_stop)
     try:
         import ctypes
-        import signal
         PR_SET_PDEATHSIG = 1
         ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
     except OSError:
         pass
+
+
+def stop_workers(ex: Executor) -> None:
+    """After Ctrl-C or SIGTERM in the parent: stop what a local process pool's workers are running,
+    instead of waiting at exit for their programs (a forge or Dafny run takes minutes) and for the
+    units queued to them. A Ctrl-C in a terminal signals the workers too; `kill` signals only the parent."""
+    import signal
+    # ProcessPoolExecutor keeps its workers in _processes (CPython 3.8+; 3.14 adds terminate_workers())
+    for proc in list((getattr(ex, "_processes", None) or {}).values()):
+        try:
+            os.kill(proc.pid, signal.SIGTERM)
+        except (ProcessLookupError, TypeError):
+            pass
 
 
 KINDS = ("process", "thread", "dask-local")
@@ -83,7 +121,7 @@ def make_executor(kind: str | None = None, workers: int | None = None) -> Execut
     if kind == "process":
         # spawn: workers start clean (no inherited threads or half-loaded models)
         return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"),
-                                   initializer=_die_with_parent)
+                                   initializer=_worker_init)
     if kind == "thread":
         return ThreadPoolExecutor(max_workers=workers)
     if kind == "dask-local" or kind.startswith(REMOTE):

@@ -19,7 +19,7 @@ from tqdm.std import tqdm as std_tqdm
 from . import decoding, judge, metrics, toolchains, verdicts
 from .metrics import final_verdicts, with_rounds  # noqa: F401 (re-exported: the book and notebooks use them)
 from .errors import UserError
-from .executors import make_executor, run_batch
+from .executors import make_executor, run_batch, stop_workers
 from .judge import evaluate  # noqa: F401 (re-exported: tests and benchmarks use it)
 from .prompting import PROMPT_VERSION, build_messages, extract_program
 from .revision import code_revision
@@ -85,6 +85,7 @@ def fan_out(jobs: list, on_result, executor: str | None, workers: int | None, de
                     on_result(tag, result)
                     bar.update()
     except BaseException:
+        stop_workers(ex)        # first: shutdown forgets the pool's processes
         ex.shutdown(wait=False, cancel_futures=True)
         raise
     ex.shutdown(wait=True)
