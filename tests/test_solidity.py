@@ -201,7 +201,8 @@ def test_soleval_loader_maps_function_records(soleval):
         "/root/demo-ledger/lib/demo-ledger/src/OldLedger.sol::OldLedger.credit": "compiler_version",
         "/root/demo-ledger/lib/demo-ledger/src/Pinned.sol::Pinned.twice": "compiler_version",
         "/root/demo-ledger/lib/demo-ledger/src/Ledger.sol::Ledger.reset": "not_tested",
-        "/root/demo-ledger/lib/demo-ledger/src/Notes.sol::Notes.write": "no_test"}
+        "/root/demo-ledger/lib/demo-ledger/src/Notes.sol::Notes.write": "no_test",
+        "/root/demo-proxy/lib/demo-proxy/src/Names.sol::Names.artifact": "needs_ffi"}
     ledger = "/root/demo-ledger/lib/demo-ledger/src/"
     assert skipped[ledger + "OldLedger.sol::OldLedger.credit"].detail == (
         "lib/demo-ledger/src/OldLedger.sol asks for solc ^0.6.0; every task is judged by solc 0.8.37")
@@ -211,6 +212,11 @@ def test_soleval_loader_maps_function_records(soleval):
         "test/Ledger.t.sol in demo-ledger/lib/demo-ledger never name reset")
     assert skipped[ledger + "Notes.sol::Notes.write"].detail.startswith(
         "no forge test Notes.t.sol in demo-ledger/lib/demo-ledger")
+    # its package.json runs its tests with --ffi (as openzeppelin-foundry-upgrades does), which the judge turns off
+    assert skipped["/root/demo-proxy/lib/demo-proxy/src/Names.sol::Names.artifact"].detail == (
+        "the tests of demo-proxy/lib/demo-proxy need ffi (its package.json script 'forge:test' runs "
+        "`FOUNDRY_PROFILE=default forge test -vvv --ffi --force`), which the judge turns off: a candidate could "
+        "start programs through it")
     assert "not a function" in skipped["/root/demo-vault/contracts/Vault.sol::Vault.Unauthorized"].detail
     assert "do not hold function withdraw" in skipped["/root/demo-vault/contracts/Vault.sol::Vault.withdraw"].detail
     assert "no resolvable contract context" in skipped["/root/missing-repo/contracts/Gone.sol::Gone.ping"].detail

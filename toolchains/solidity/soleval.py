@@ -20,7 +20,7 @@ task are skipped with a reason: declarations that are not functions (errors, con
 records without a comment, records whose file is not found in the repository or whose recorded
 lines do not hold the function (no resolvable contract context), files without a test (`no_test`) or
 whose tests never name the function (`not_tested`: SolEval counts only the functions its tests call),
-and files or tests whose `pragma solidity` excludes the one compiler that judges every task
+projects whose tests run with ffi (`needs_ffi`: the judge turns it off, as a candidate could use it), and files or tests whose `pragma solidity` excludes the one compiler that judges every task
 (`compiler_version`; SolEval's forge picks a compiler per file, e.g. 0.6.12 for some ethernaut levels).
 """
 from __future__ import annotations
@@ -180,6 +180,23 @@ def _default_profile(root: Path) -> dict:
         return {}
 
 
+@functools.lru_cache(maxsize=None)
+def runs_tests_with_ffi(root: Path) -> str:
+    """Where a forge project's own test command passes --ffi (its tests start programs on the host
+    through vm.ffi, as openzeppelin-foundry-upgrades' do), or ''. The judge turns ffi off, since a
+    candidate could call it too, so such tests cannot run there. (`ffi = true` in foundry.toml alone
+    only allows it.)"""
+    try:
+        package = json.loads((root / "package.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        package = {}
+    scripts = package.get("scripts") if isinstance(package, dict) else None
+    for name, command in (scripts.items() if isinstance(scripts, dict) else ()):
+        if isinstance(command, str) and re.search(r"\bforge test\b[^&;|]*\s--ffi\b", command):
+            return f"its package.json script '{name}' runs `{command.strip()[:80]}`"
+    return ""
+
+
 def _difficulty(body: str) -> str:
     n = len([l for l in body.splitlines() if l.strip()])
     return "easy" if n <= 8 else "medium" if n <= 25 else "hard"
@@ -263,6 +280,10 @@ def load(source: Path) -> Imported:
         if not any(re.search(rf"\b{re.escape(name)}\b", text) for text in texts.values()):
             return Skip(upstream_id, "not_tested", f"{', '.join(tests)} in {where} never name {name}: SolEval counts "
                                                    f"only the functions its tests call")
+        ffi = runs_tests_with_ffi(repositories / repo / project)
+        if ffi:
+            return Skip(upstream_id, "needs_ffi", f"the tests of {where} need ffi ({ffi}), which the judge turns "
+                                                  f"off: a candidate could start programs through it")
         for test, text in texts.items():
             allowed, wanted = pragma_allows(text, compiler) if compiler else (True, "")
             if not allowed:
