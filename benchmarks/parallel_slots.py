@@ -8,7 +8,8 @@ else was being decoded. This script measures what more slots would give: for eac
 starts the embedded model's server with N slots, sends the same prompts (the reference run's, round-
 robin over the DSLs, temperature 0, a fixed token cap, no stop rule) from N threads at once and prints
 calls/s, completion tokens/s, the speed-up over one slot, and how many replies are identical to those
-of the first one-slot pass. One slot runs twice: the second line is a sequential rerun against the first.
+of a first one-slot pass, which always runs. With 1 among the slots (the default), one slot runs again:
+that line is a sequential rerun against the first.
 Model loading is not timed.
 """
 from __future__ import annotations
@@ -68,7 +69,7 @@ def main():
     print(f"{len(requests)} prompts, up to {args.max_tokens} tokens each, temperature 0")
     print(f"{'slots':>5} {'seconds':>8} {'calls/s':>8} {'tokens/s':>9} {'vs 1 slot':>9} {'same replies as 1 slot':>23}")
     first, base = None, None
-    for slots in ([1] + args.slots if 1 in args.slots else args.slots):
+    for slots in [1] + args.slots:      # one slot first: the baseline every line is compared with
         replies, seconds, tokens = serve(slots, requests)
         first = first or replies
         base = base or tokens / seconds

@@ -20,7 +20,8 @@ task are skipped with a reason: declarations that are not functions (errors, con
 records without a comment, records whose file is not found in the repository or whose recorded
 lines do not hold the function (no resolvable contract context), files without a test (`no_test`) or
 whose tests never name the function (`not_tested`: SolEval counts only the functions its tests call),
-projects whose tests run with ffi (`needs_ffi`: the judge turns it off, as a candidate could use it), and files or tests whose `pragma solidity` excludes the one compiler that judges every task
+projects whose tests run with ffi (`needs_ffi`: the judge turns it off, as a candidate could use it),
+and files or tests whose `pragma solidity` excludes the one compiler that judges every task
 (`compiler_version`; SolEval's forge picks a compiler per file, e.g. 0.6.12 for some ethernaut levels).
 """
 from __future__ import annotations
