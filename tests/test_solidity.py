@@ -303,7 +303,8 @@ def test_soleval_pure_library_function_is_also_compared_with_the_gold(soleval, t
     split, halve, mix = (load_task_file(written[i], tc.check_oracle) for i in (2, 3, 4))
     out = pipeline.evaluate("solidity", split, split.gold)
     assert out["semantic"]["status"] == "pass", out["semantic"]
-    assert out["semantic"]["diagnostics"] == "3 test(s) of Shares.t.sol pass; it behaves as the gold on 1000 fuzzed inputs"
+    assert out["semantic"]["diagnostics"] == ("3 test(s) of Shares.t.sol pass; it behaves as the gold on 1000 fuzzed "
+                                              "inputs and at the integer parameters' powers of two")
     assert "**/{Shares.t.sol,DslbenchSameAsGold.t.sol}" in out["semantic"]["command"]
     # the project's test checks the fee only: a wrong rest passes it, and the comparison catches it
     out = pipeline.evaluate("solidity", split, split.gold.replace("rest = amount - fee;", "rest = amount - fee / 2;"))
@@ -313,6 +314,13 @@ def test_soleval_pure_library_function_is_also_compared_with_the_gold(soleval, t
     assert out["semantic"]["diagnostics"].endswith("): other results than the gold (values returned or memory arguments)")
     out = pipeline.evaluate("solidity", split, split.gold.replace("if (bps > 10000) revert FeeTooHigh(bps);", ""))
     assert out["semantic"]["status"] == "fail" and out["semantic"]["diagnostics"].endswith(": returns where the gold reverts")
+    # a difference at one exact input (2^77 + 1) random inputs never hit: the sweep of powers of two does
+    odd = split.gold.replace("rest = amount - fee;", "rest = amount - fee;\n        if (amount >> 77 == 1 && amount & 0xff == 1) rest = 0;")
+    out = pipeline.evaluate("solidity", split, odd)
+    assert out["semantic"]["status"] == "fail", out["semantic"]
+    assert out["semantic"]["diagnostics"] == (
+        "3 test(s) of Shares.t.sol pass, but split differs from the gold at a boundary input "
+        f"(a0 = {2 ** 77 + 1}): other results than the gold (values returned or memory arguments)")
     # halve returns nothing: what it leaves in its memory argument is compared
     out = pipeline.evaluate("solidity", halve, halve.gold.replace("i < values.length", "i + 1 < values.length"))
     assert out["semantic"]["status"] == "fail", out["semantic"]
@@ -336,6 +344,27 @@ def test_soleval_pure_library_function_is_also_compared_with_the_gold(soleval, t
     assert loader.same_as_gold("function f(bytes calldata b, uint8[3] memory k) internal pure returns (bytes32) {}",
                                library, "L") == {"library": "L", "parameters": ["bytes calldata", "uint8[3] memory"],
                                                  "results": ["bytes32"]}
+
+
+def test_boundary_sweep_names_the_input_as_the_parameter_holds_it(tc):
+    """The sweep reports (parameter, k, variant); the input is 2^k - 1, 2^k or 2^k + 1, negated for
+    variants 3-5, cut to the parameter's width as Solidity's conversion cuts it."""
+    validator = sys.modules["dslbench.plugins.solidity.validator"]
+
+    def named(reason, typ):
+        return validator._boundary_input(reason, {"parameters": ["bytes memory", typ]})
+    assert named('DiffersAtBound("r", 1, 39, 1)', "int256") == "at a boundary input (a1 = 549755813888): r"
+    assert named('DiffersAtBound("r", 1, 39, 4)', "int256") == "at a boundary input (a1 = -549755813888): r"
+    assert named('DiffersAtBound("r", 1, 39, 4)', "int40") == "at a boundary input (a1 = -549755813888): r"
+    assert named('DiffersAtBound("r", 1, 39, 1)', "int40") == "at a boundary input (a1 = -549755813888): r"  # wraps
+    assert named('DiffersAtBound("r", 1, 8, 0)', "uint8") == "at a boundary input (a1 = 255): r"
+    assert named('DiffersAtBound("r", 1, 256, 2)', "uint") == "at a boundary input (a1 = 1): r"
+    assert named("EvmError: OutOfGas", "uint8") == "at a boundary input: EvmError: OutOfGas"
+    # only integer parameters are swept, and only where the sweep's locals fit on the stack
+    assert "a0 = uint8(_unsignedBound(k, j));" in validator._boundary_sweep({"parameters": ["uint8", "bytes memory"]})
+    assert "a1 =" not in validator._boundary_sweep({"parameters": ["uint8", "bytes memory"]})
+    assert validator._boundary_sweep({"parameters": ["bytes memory", "address"]}) == ""
+    assert validator._boundary_sweep({"parameters": ["uint8"] * 5}) == ""
 
 
 def test_verify_says_how_many_unavailable_golds_passed_syntax(tmp_path, monkeypatch, capsys):

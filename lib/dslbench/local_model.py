@@ -61,8 +61,8 @@ def model_params(threads: int | None = None, port: int = 0, alias: str = ""):
     params.n_ctx = N_CTX
     # One sequence at a time: batching several requests changes the kernels' batch shapes and with
     # them the logits, so a reply at temperature 0 would depend on what else was running. Measured
-    # (benchmarks/parallel_slots.py): 4-8 slots gave 1.1-1.2x the tokens/s on 2 cores, and one reply
-    # in 32 differed from its one-slot text in one run of two.
+    # (benchmarks/parallel_slots.py): 4-8 slots gave a median 1.05-1.18x the tokens/s on 2 cores, about
+    # a one-slot rerun's own spread, and one reply in 32 differed from its one-slot text in one run of five.
     params.n_parallel = 1
     params.flash_attn_type = 0      # off: its reordered sums change greedy replies (llama-cpp-python's default)
     params.cache_prompt = False     # a reused prompt prefix is evaluated in other batches: other logits

@@ -680,16 +680,19 @@ class Validator(Toolchain):
                                          f"{_first_line(said, 240)}", result)
         tests = {f"{suite.split(':')[-1]}.{name}": r for suite, body in suites.items()
                  for name, r in (body.get("test_results") or {}).items() if SAME_AS_GOLD not in suite}
-        compared = next((r for suite, body in suites.items() if SAME_AS_GOLD in suite
-                         for r in (body.get("test_results") or {}).values()), None)
+        compared = {name.split("(")[0]: r for suite, body in suites.items() if SAME_AS_GOLD in suite
+                    for name, r in (body.get("test_results") or {}).items()}
         failed = [(name, r.get("reason") or "") for name, r in tests.items() if r.get("status") == "Failure"]
         differs = ""
-        if check and compared is None:
+        fuzzed, bounds = compared.get("testSameAsGold"), compared.get("testSameAsGoldAtBounds")
+        if check and fuzzed is None:
             differs = f"the comparison of {o['function']} with the gold did not run"
-        elif check and compared.get("status") != "Success":
-            inputs = (compared.get("counterexample") or {}).get("Single", {}).get("args") or "?"
+        elif check and fuzzed.get("status") != "Success":
+            inputs = (fuzzed.get("counterexample") or {}).get("Single", {}).get("args") or "?"
             differs = (f"{o['function']} differs from the gold on fuzzed inputs ({inputs[:160]}): "
-                       f"{compared.get('reason') or 'no reason given'}")
+                       f"{fuzzed.get('reason') or 'no reason given'}")
+        elif bounds and bounds.get("status") != "Success":
+            differs = f"{o['function']} differs from the gold {_boundary_input(bounds.get('reason') or '', check)}"
         if failed:
             shown = "; ".join(f"{n}{f' ({why[:120]})' if why else ''}" for n, why in failed[:3])
             return self.verdict("fail", f"{len(failed)} of {len(tests)} test(s) of {o['match_path']} fail: {shown}"
@@ -700,14 +703,16 @@ class Validator(Toolchain):
                                 result, reason="gold_broken")
         if differs:
             return self.verdict("fail", f"{passed} test(s) of {o['match_path']} pass, but {differs}", result)
-        same = f"; it behaves as the gold on {self.card['same_as_gold_runs']} fuzzed inputs" if check else ""
+        same = (f"; it behaves as the gold on {self.card['same_as_gold_runs']} fuzzed inputs"
+                + (" and at the integer parameters' powers of two" if bounds else "")) if check else ""
         return self.verdict("pass", f"{passed} test(s) of {o['match_path']} pass{same}", result)
 
     def _write_same_as_gold(self, task, candidate_file: Path, check: dict):
         """Beside the candidate's file: a copy of the file with the gold in it, and a fuzz test that calls
         the function of both on the same inputs (soleval.same_as_gold says which functions qualify). The
         project's own tests leave gaps (a bound, a constant, a branch no test reaches); this closes them
-        for the inputs drawn, as a check against a reference implementation does."""
+        for the inputs drawn, as a check against a reference implementation does. A second test sweeps
+        the integer parameters over powers of two (_boundary_sweep), where bounds sit."""
         gold_file = candidate_file.with_name(candidate_file.stem + ".dslbench_gold.sol")
         gold_file.write_text(self._spliced(task.gold, task), encoding="utf-8")
         library, function = check["library"], task.oracle["function"]
@@ -727,7 +732,7 @@ class Validator(Toolchain):
         comma = ", " if args else ""
         (candidate_file.parent / f"{SAME_AS_GOLD}.t.sol").write_text(
             "// SPDX-License-Identifier: UNLICENSED\n// Written by DSL-Bench: the candidate's function against the gold's.\n"
-            "pragma solidity >=0.8.0;\n\n"
+            "pragma solidity >=0.8.4;\n\n"
             f'import {{{library}}} from "./{candidate_file.name}";\n'
             f'import {{{library} as DslbenchGold}} from "./{gold_file.name}";\n\n'
             f"contract {SAME_AS_GOLD} {{\n" + wrapper("candidate", library) + wrapper("gold", "DslbenchGold") +
@@ -741,8 +746,77 @@ class Validator(Toolchain):
             f"            abi.encodeWithSelector(this.gold.selector{comma}{args}));\n"
             f'        require(candidateOk == goldOk, candidateOk ? "returns where the gold reverts" : "reverts where the gold returns");\n'
             f'        require(!goldOk || keccak256(candidateOut) == keccak256(goldOut), "other results than the gold (values returned or memory arguments)");\n'
-            "    }\n}\n", encoding="utf-8")
+            "    }\n" + _boundary_sweep(check) + "}\n", encoding="utf-8")
 
     def import_upstream(self, source: Path) -> Imported:
         from . import soleval
         return soleval.load(Path(source))
+
+
+# Random inputs rarely hit an exact bound (`x < 1 << 39` made `x <= 1 << 39` differs at one input of
+# 2^256), so each integer parameter is also swept over 2^k - 1, 2^k, 2^k + 1 (and their negatives where
+# signed) for every k up to its width, the other parameters zero. One call may use SWEEP_GAS; the sweep
+# ends early, for gold and candidate alike, when the test's own gas runs low.
+SWEEP_GAS = 1_000_000
+SWEPT = re.compile(r"(u?)int(\d*)")
+MAX_SWEPT_PARAMETERS = 4    # locals of the sweep beside its loop counters, clear of "stack too deep"
+
+
+def _boundary_sweep(check: dict) -> str:
+    """The Solidity of testSameAsGoldAtBounds, or "" when no parameter is an integer."""
+    types = [t.replace(" calldata", " memory") for t in check["parameters"]]
+    swept = [(i, m.group(1) == "", int(m.group(2) or 256)) for i, t in enumerate(types)
+             if (m := SWEPT.fullmatch(t))]
+    if not swept or len(types) > MAX_SWEPT_PARAMETERS:
+        return ""
+    args = ", ".join(f"a{i}" for i in range(len(types)))
+    body = [f"        {t} a{i};" for i, t in enumerate(types)]
+    for i, signed, bits in swept:
+        value = f"int{bits}(_signedBound(k, j))" if signed else f"uint{bits}(_unsignedBound(k, j))"
+        body += [f"        for (uint256 k; k <= {bits}; ++k) {{",
+                 f"            for (uint256 j; j < {6 if signed else 3}; ++j) {{",
+                 f"                a{i} = {value};",
+                 f"                if (!_sameAtBound(abi.encode({args}), {i}, k, j)) return;",
+                 "            }", "        }", f"        a{i} = 0;"]
+    return f"""
+    error DiffersAtBound(string how, uint256 parameter, uint256 power, uint256 variant);
+
+    function testSameAsGoldAtBounds() external view {{
+{chr(10).join(body)}
+    }}
+
+    function _unsignedBound(uint256 k, uint256 j) internal pure returns (uint256) {{
+        unchecked {{ return (uint256(1) << k) + j - 1; }}       // 2^k - 1, 2^k, 2^k + 1
+    }}
+
+    function _signedBound(uint256 k, uint256 j) internal pure returns (int256 v) {{
+        unchecked {{ v = (int256(1) << k) + int256(j % 3) - 1; if (j >= 3) v = -v; }}
+    }}
+
+    function _sameAtBound(bytes memory args, uint256 parameter, uint256 k, uint256 j) internal view returns (bool) {{
+        if (gasleft() < 3 * {SWEEP_GAS}) return false;
+        (bool candidateOk, bytes memory candidateOut) = address(this).staticcall{{gas: {SWEEP_GAS}}}(
+            bytes.concat(this.candidate.selector, args));
+        (bool goldOk, bytes memory goldOut) = address(this).staticcall{{gas: {SWEEP_GAS}}}(
+            bytes.concat(this.gold.selector, args));
+        if (candidateOk != goldOk)
+            revert DiffersAtBound(candidateOk ? "returns where the gold reverts" : "reverts where the gold returns", parameter, k, j);
+        if (goldOk && keccak256(candidateOut) != keccak256(goldOut))
+            revert DiffersAtBound("other results than the gold (values returned or memory arguments)", parameter, k, j);
+        return true;
+    }}
+"""
+
+
+def _boundary_input(reason: str, check: dict) -> str:
+    """'at a boundary input (a0 = -549755813888): how', from forge's rendering of DiffersAtBound."""
+    m = re.search(r'DiffersAtBound\("([^"]*)", (\d+), (\d+), (\d+)\)', reason)
+    if not m:
+        return f"at a boundary input: {reason or 'no reason given'}"
+    how, i, k, j = m.group(1), *map(int, m.groups()[1:])
+    typ = SWEPT.fullmatch(check["parameters"][i])
+    signed, bits = typ.group(1) == "", int(typ.group(2) or 256)
+    value = ((1 << k) + j % 3 - 1) * (-1 if j >= 3 else 1) % (1 << bits)
+    if signed and value >= 1 << (bits - 1):
+        value -= 1 << bits
+    return f"at a boundary input (a{i} = {value}): {how}"
