@@ -69,6 +69,10 @@ MODIFIERS = {
     "wait": {"note"},
 }
 SAME_AS_GOLD = "DslbenchSameAsGold"     # the generated test comparing an imported task's function with the gold
+# what the generated comparison says when the candidate and the gold part ways (both of its tests)
+RETURNS_WHERE_GOLD_REVERTS = "returns where the gold reverts"
+REVERTS_WHERE_GOLD_RETURNS = "reverts where the gold returns"
+OTHER_RESULTS = "other results than the gold (values returned or memory arguments)"
 IDENT = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$]*$")
 AMOUNT = re.compile(r"^\s*-?\d+\s*(wei|gwei|ether)\s*$")
 
@@ -744,8 +748,8 @@ class Validator(Toolchain):
             f"            abi.encodeWithSelector(this.candidate.selector{comma}{args}));\n"
             f"        (bool goldOk, bytes memory goldOut) = address(this).staticcall{{gas: budget}}(\n"
             f"            abi.encodeWithSelector(this.gold.selector{comma}{args}));\n"
-            f'        require(candidateOk == goldOk, candidateOk ? "returns where the gold reverts" : "reverts where the gold returns");\n'
-            f'        require(!goldOk || keccak256(candidateOut) == keccak256(goldOut), "other results than the gold (values returned or memory arguments)");\n'
+            f'        require(candidateOk == goldOk, candidateOk ? "{RETURNS_WHERE_GOLD_REVERTS}" : "{REVERTS_WHERE_GOLD_RETURNS}");\n'
+            f'        require(!goldOk || keccak256(candidateOut) == keccak256(goldOut), "{OTHER_RESULTS}");\n'
             "    }\n" + _boundary_sweep(check) + "}\n", encoding="utf-8")
 
     def import_upstream(self, source: Path) -> Imported:
@@ -758,15 +762,19 @@ class Validator(Toolchain):
 # signed) for every k up to its width, the other parameters zero. One call may use SWEEP_GAS; the sweep
 # ends early, for gold and candidate alike, when the test's own gas runs low.
 SWEEP_GAS = 1_000_000
-SWEPT = re.compile(r"(u?)int(\d*)")
 MAX_SWEPT_PARAMETERS = 4    # locals of the sweep beside its loop counters, clear of "stack too deep"
+
+
+def _integer_type(solidity_type: str) -> tuple[bool, int] | None:
+    """(signed, width in bits) of an integer type such as int40 or uint, else None."""
+    m = re.fullmatch(r"(u?)int(\d*)", solidity_type)
+    return (m.group(1) == "", int(m.group(2) or 256)) if m else None
 
 
 def _boundary_sweep(check: dict) -> str:
     """The Solidity of testSameAsGoldAtBounds, or "" when no parameter is an integer."""
     types = [t.replace(" calldata", " memory") for t in check["parameters"]]
-    swept = [(i, m.group(1) == "", int(m.group(2) or 256)) for i, t in enumerate(types)
-             if (m := SWEPT.fullmatch(t))]
+    swept = [(i, *integer) for i, t in enumerate(types) if (integer := _integer_type(t))]
     if not swept or len(types) > MAX_SWEPT_PARAMETERS:
         return ""
     args = ", ".join(f"a{i}" for i in range(len(types)))
@@ -800,9 +808,9 @@ def _boundary_sweep(check: dict) -> str:
         (bool goldOk, bytes memory goldOut) = address(this).staticcall{{gas: {SWEEP_GAS}}}(
             bytes.concat(this.gold.selector, args));
         if (candidateOk != goldOk)
-            revert DiffersAtBound(candidateOk ? "returns where the gold reverts" : "reverts where the gold returns", parameter, k, j);
+            revert DiffersAtBound(candidateOk ? "{RETURNS_WHERE_GOLD_REVERTS}" : "{REVERTS_WHERE_GOLD_RETURNS}", parameter, k, j);
         if (goldOk && keccak256(candidateOut) != keccak256(goldOut))
-            revert DiffersAtBound("other results than the gold (values returned or memory arguments)", parameter, k, j);
+            revert DiffersAtBound("{OTHER_RESULTS}", parameter, k, j);
         return true;
     }}
 """
@@ -814,8 +822,7 @@ def _boundary_input(reason: str, check: dict) -> str:
     if not m:
         return f"at a boundary input: {reason or 'no reason given'}"
     how, i, k, j = m.group(1), *map(int, m.groups()[1:])
-    typ = SWEPT.fullmatch(check["parameters"][i])
-    signed, bits = typ.group(1) == "", int(typ.group(2) or 256)
+    signed, bits = _integer_type(check["parameters"][i])
     value = ((1 << k) + j % 3 - 1) * (-1 if j >= 3 else 1) % (1 << bits)
     if signed and value >= 1 << (bits - 1):
         value -= 1 << bits
